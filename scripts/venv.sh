@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Usage: scripts/venv.sh SPEC  — prints the path of a virtual environment with
+# sdp-expect (editable, with its test and lint extras) and pyspark SPEC
+# installed, creating it on first use. SPEC is a pip version specifier:
+#   "~=4.1.0"   the newest 4.1.x (the lowest Spark sdp-expect supports)
+#   ">=4.1,<5"  the newest 4.x
+set -euo pipefail
+cd "$(dirname "$0")/.."
+spec="$1"
+python=${PYTHON:-python3}
+slug=$(printf '%s' "$spec" | tr -c 'A-Za-z0-9.' '_')
+venv=".venv/pyspark$slug"
+if [[ ! -x "$venv/bin/python" ]]; then
+  "$python" -m venv "$venv" >&2
+fi
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+  "pyspark[pipelines]$spec" -e ".[test,lint]" >&2
+echo "$venv"

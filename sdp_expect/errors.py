@@ -1,0 +1,208 @@
+"""Coded errors for every user mistake sdp-expect can detect.
+
+Each error carries a stable code (``SDPX-...``), the dataset and the
+expectation it concerns (when known), what is wrong, and what to do instead.
+The catalogue below is the single list of codes; ``docs/errors.md`` documents
+each one and a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+__all__ = ["ERROR_CATALOGUE", "ErrorSpec", "SdpExpectError"]
+
+
+@dataclass(frozen=True)
+class ErrorSpec:
+    """One entry of the error catalogue.
+
+    :param code: The stable code, for example ``SDPX-VAL-071``.
+    :param title: A short description of the mistake.
+    :param fix: What the user should do instead (a default; a raise site may
+        give a more specific one).
+    """
+
+    code: str
+    title: str
+    fix: str
+
+
+ERROR_CATALOGUE: dict[str, ErrorSpec] = {
+    spec.code: spec
+    for spec in [
+        # -- the expectation model: shared by decorators, SQL and rule files --
+        ErrorSpec(
+            "SDPX-VAL-001",
+            "an expectation has no constraint (missing, or empty text)",
+            "give the expectation a Spark SQL boolean expression, e.g. 'amount >= 0'",
+        ),
+        ErrorSpec(
+            "SDPX-VAL-002",
+            "an expectation has an empty name",
+            "give the expectation a non-empty name that says what it checks",
+        ),
+        ErrorSpec(
+            "SDPX-VAL-003",
+            "the rule file cannot be read",
+            "check the path (a relative path is taken from the file that names it) and that "
+            "the file is readable",
+        ),
+        ErrorSpec(
+            "SDPX-VAL-006",
+            "unknown action",
+            "use one of the actions warn, drop or fail",
+        ),
+        ErrorSpec(
+            "SDPX-VAL-008",
+            "a value that must be text is not text",
+            "write the name and the constraint as strings (quote values such as 2024 or true)",
+        ),
+        ErrorSpec(
+            "SDPX-VAL-009",
+            "the rule file is not a valid YAML or JSON document",
+            "fix the syntax at the place the message names; a rule file is UTF-8 text in YAML "
+            "or JSON, at most 10 MiB and 100 levels deep",
+        ),
+        ErrorSpec(
+            "SDPX-VAL-010",
+            "the constraint uses a construct that an expectation cannot contain",
+            "use only literals, columns, deterministic built-in functions, CASE and AND/OR; "
+            "for checks across records or tables, build a validation dataset (a join or an "
+            "aggregate) and put expect_or_fail on it",
+        ),
+        ErrorSpec(
+            "SDPX-VAL-011",
+            "the constraint is not a well-formed SQL expression",
+            "fix the expression: close every quote, comment and parenthesis, and write one "
+            "boolean expression without ';'",
+        ),
+        ErrorSpec(
+            "SDPX-VAL-071",
+            "two expectations of one dataset share a name",
+            "give each expectation of a dataset its own name (the same name may be reused on "
+            "another dataset)",
+        ),
+        # -- placement of the Python decorators --
+        ErrorSpec(
+            "SDPX-DEF-101",
+            "expect_all, expect_all_or_drop and expect_all_or_fail take exactly one dict",
+            "pass one dict {name: constraint}, e.g. expect_all_or_drop({'valid_id': 'id IS NOT "
+            "NULL'}); for a single rule use expect_or_drop(name, constraint)",
+        ),
+        ErrorSpec(
+            "SDPX-DEF-102",
+            "an expectation decorator is not applied to a query function",
+            "place the expectation decorators below the dataset decorator (@dp.table, "
+            "@dp.materialized_view or @dp.temporary_view), directly above the function",
+        ),
+        ErrorSpec(
+            "SDPX-DEF-103",
+            "expectations on an append_flow",
+            "put the expectations on the target: dp.create_streaming_table(name, "
+            "expect_all={...}, expect_all_or_drop={...}, expect_all_or_fail={...}); they then "
+            "apply to every flow that writes into it",
+        ),
+        ErrorSpec(
+            "SDPX-DEF-104",
+            "expectations on a sink",
+            "sinks do not support expectations: put them on the dataset the sink's flow reads",
+        ),
+        ErrorSpec(
+            "SDPX-DEF-105",
+            "a streaming table receives expectations after a flow already writes into it",
+            "call dp.create_streaming_table(..., expect_all...=...) before the append_flow "
+            "definitions that write into the table (earlier in the file, or in a file that "
+            "is loaded first)",
+        ),
+        ErrorSpec(
+            "SDPX-DEF-106",
+            "quarantine on a temporary view",
+            "put @dp.quarantine() on the materialized view or streaming table that reads the "
+            "view",
+        ),
+        ErrorSpec(
+            "SDPX-DEF-107",
+            "the dataset decorator was given something that is not a query function",
+            "decorate a function that takes no arguments and returns a DataFrame",
+        ),
+        ErrorSpec(
+            "SDPX-DEF-108",
+            "expectations on the target of an Auto CDC flow",
+            "put the expectations on the flow's source, e.g. a @dp.temporary_view with "
+            "@dp.expect_or_drop that the Auto CDC flow reads",
+        ),
+        # -- pipeline configuration --
+        ErrorSpec(
+            "SDPX-CFG-201",
+            "a pipeline configuration value of sdp-expect is not one it understands",
+            "set sdp_expect.null_result to 'fail' or 'pass', and sdp_expect.quarantine and "
+            "sdp_expect.metrics to 'true' or 'false'",
+        ),
+    ]
+}
+
+
+class SdpExpectError(ValueError):
+    """A mistake in how expectations are declared, found while the pipeline is defined.
+
+    The message has the form::
+
+        [SDPX-VAL-071] Dataset 'orders', expectation 'valid_id': two expectations of one
+        dataset share a name. Fix: give each expectation ...
+
+    :param code: A code from :data:`ERROR_CATALOGUE`.
+    :param detail: What exactly is wrong in this case; defaults to the catalogue title.
+    :param dataset: The dataset concerned, when known.
+    :param expectation: The expectation concerned, when known.
+    :param fix: What to do instead; defaults to the catalogue's fix.
+    :param location: Where the mistake is (``file``, ``file:line`` or ``file, rule 3``).
+    """
+
+    def __init__(
+        self,
+        code: str,
+        detail: Optional[str] = None,
+        *,
+        dataset: Optional[str] = None,
+        expectation: Optional[str] = None,
+        fix: Optional[str] = None,
+        location: Optional[str] = None,
+    ) -> None:
+        spec = ERROR_CATALOGUE[code]
+        self.code = code
+        self.detail = detail or spec.title
+        self.dataset = dataset
+        self.expectation = expectation
+        self.fix = fix or spec.fix
+        self.location = location
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        """Return the one-line message shown to the user."""
+        where = []
+        if self.location:
+            where.append(self.location)
+        if self.dataset is not None:
+            where.append(f"dataset {self.dataset!r}")
+        if self.expectation is not None:
+            where.append(f"expectation {self.expectation!r}")
+        prefix = f"[{self.code}] " + (", ".join(where) + ": " if where else "")
+        return f"{prefix}{self.detail}. Fix: {self.fix}."
+
+    def with_context(
+        self,
+        *,
+        dataset: Optional[str] = None,
+        location: Optional[str] = None,
+    ) -> SdpExpectError:
+        """Return the same error with the dataset or location filled in where missing."""
+        return SdpExpectError(
+            self.code,
+            self.detail,
+            dataset=self.dataset if self.dataset is not None else dataset,
+            expectation=self.expectation,
+            fix=self.fix,
+            location=self.location or location,
+        )

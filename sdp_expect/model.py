@@ -1,0 +1,204 @@
+"""The expectation model: what every front end builds and the compiler reads.
+
+Python decorators, Databricks SQL ``CONSTRAINT ... EXPECT`` clauses and rule
+files all produce :class:`Expectation` values and collect them per dataset in
+:class:`DatasetRules`. Validation of names, constraints and actions lives here
+and nowhere else.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Optional
+
+from sdp_expect.constraint_check import check_constraint
+from sdp_expect.errors import SdpExpectError
+
+__all__ = [
+    "Action",
+    "DatasetRules",
+    "Expectation",
+    "QuarantineSpec",
+    "make_expectation",
+    "parse_action",
+]
+
+
+class Action(str, enum.Enum):
+    """What happens to a record that violates an expectation."""
+
+    WARN = "warn"
+    """The record is written to the target and counted."""
+    DROP = "drop"
+    """The record is not written to the target; it is counted (and quarantined if on)."""
+    FAIL = "fail"
+    """The flow fails; nothing of this update is written to the target."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def parse_action(value: object, *, dataset: Optional[str] = None,
+                 expectation: Optional[str] = None, location: Optional[str] = None) -> Action:
+    """Turn ``'warn' | 'drop' | 'fail'`` (any case) or an :class:`Action` into an Action.
+
+    :raises SdpExpectError: SDPX-VAL-006 for anything else.
+    """
+    if isinstance(value, Action):
+        return value
+    if isinstance(value, str):
+        try:
+            return Action(value.strip().lower())
+        except ValueError:
+            pass
+    raise SdpExpectError(
+        "SDPX-VAL-006",
+        f"unknown action {value!r}",
+        dataset=dataset,
+        expectation=expectation,
+        location=location,
+    )
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One data-quality rule: ``(name, constraint, action)``.
+
+    :param name: Unique within its dataset; used in metrics, the quarantine's
+        ``_failed_expectations`` and error lines.
+    :param constraint: A Spark SQL boolean expression, as written by the user.
+    :param action: :class:`Action` for records that violate it.
+    :param origin: Where it was declared (for error messages), e.g. a rule
+        file path or ``'decorator'``.
+    """
+
+    name: str
+    constraint: str
+    action: Action = Action.WARN
+    origin: Optional[str] = field(default=None, compare=False)
+
+
+def make_expectation(
+    name: object,
+    constraint: object,
+    action: object = Action.WARN,
+    *,
+    dataset: Optional[str] = None,
+    origin: Optional[str] = None,
+) -> Expectation:
+    """Validate the three parts of an expectation and build it.
+
+    :param name: Must be a non-empty string.
+    :param constraint: Must be a non-empty string holding one boolean SQL
+        expression without subqueries, aggregate, window, generator or
+        non-deterministic functions.
+    :param action: ``warn``, ``drop``, ``fail`` or an :class:`Action`.
+    :param dataset: The dataset it belongs to, for error messages.
+    :param origin: Where it was declared, for error messages.
+    :raises SdpExpectError: SDPX-VAL-002, -008, -001, -006, -010 or -011.
+    """
+    label = name if isinstance(name, str) else None
+    if not isinstance(name, str):
+        raise SdpExpectError(
+            "SDPX-VAL-008",
+            f"the expectation name must be a string, got {type(name).__name__} {name!r}",
+            dataset=dataset,
+            location=origin,
+        )
+    if not name.strip():
+        raise SdpExpectError("SDPX-VAL-002", dataset=dataset, expectation=name, location=origin)
+    if not isinstance(constraint, str):
+        kind = "a Python callable" if callable(constraint) else type(constraint).__name__
+        raise SdpExpectError(
+            "SDPX-VAL-008",
+            f"the constraint must be a string of Spark SQL, got {kind}",
+            dataset=dataset,
+            expectation=label,
+            fix="write the constraint as SQL text, e.g. 'amount >= 0'; Python functions and "
+            "Column objects cannot be expectations",
+            location=origin,
+        )
+    if not constraint.strip():
+        raise SdpExpectError("SDPX-VAL-001", dataset=dataset, expectation=label, location=origin)
+    act = parse_action(action, dataset=dataset, expectation=label, location=origin)
+    problem = check_constraint(constraint)
+    if problem is not None:
+        raise SdpExpectError(
+            problem.code,
+            f"{problem.message} in constraint {constraint!r}",
+            dataset=dataset,
+            expectation=label,
+            location=origin,
+        )
+    return Expectation(name=name, constraint=constraint, action=act, origin=origin)
+
+
+@dataclass(frozen=True)
+class QuarantineSpec:
+    """Quarantine for one dataset: the dropped records go to ``name``.
+
+    :param name: The quarantine dataset's name; ``None`` means ``<dataset>_quarantine``.
+    """
+
+    name: Optional[str] = None
+
+    def resolve(self, dataset: str) -> str:
+        """The quarantine dataset's name for ``dataset``."""
+        return self.name or f"{dataset}_quarantine"
+
+
+@dataclass
+class DatasetRules:
+    """The expectations of one dataset, in declaration order, plus its options.
+
+    :param dataset: The dataset's name as declared.
+    :param expectations: The rules, in declaration order.
+    :param quarantine: Quarantine settings, ``None`` when not set on the dataset.
+    :param metrics: ``False`` to turn the metrics table off for this dataset,
+        ``None`` to follow the pipeline configuration.
+    """
+
+    dataset: str
+    expectations: list[Expectation] = field(default_factory=list)
+    quarantine: Optional[QuarantineSpec] = None
+    metrics: Optional[bool] = None
+
+    def add(self, expectation: Expectation) -> None:
+        """Append one rule, rejecting a name the dataset already has (SDPX-VAL-071)."""
+        for existing in self.expectations:
+            if existing.name == expectation.name:
+                where = [o for o in (existing.origin, expectation.origin) if o]
+                raise SdpExpectError(
+                    "SDPX-VAL-071",
+                    "two expectations of one dataset share a name"
+                    + (f" (declared in {' and '.join(where)})" if where else ""),
+                    dataset=self.dataset,
+                    expectation=expectation.name,
+                )
+        self.expectations.append(expectation)
+
+    def extend(self, expectations: Iterable[Expectation]) -> None:
+        """Append several rules in order."""
+        for expectation in expectations:
+            self.add(expectation)
+
+    def of(self, action: Action) -> list[Expectation]:
+        """The rules with the given action, in declaration order."""
+        return [e for e in self.expectations if e.action is action]
+
+    @property
+    def empty(self) -> bool:
+        """True when the dataset has no expectations."""
+        return not self.expectations
+
+
+def rules_from_dict(
+    rules: Mapping[Any, Any], action: Action, *, dataset: Optional[str] = None,
+    origin: Optional[str] = None,
+) -> list[Expectation]:
+    """Build expectations from an ``expect_all*``-style ``{name: constraint}`` dict."""
+    return [
+        make_expectation(name, constraint, action, dataset=dataset, origin=origin)
+        for name, constraint in rules.items()
+    ]

@@ -1,0 +1,75 @@
+"""Pipeline-wide settings of sdp-expect, read from the pipeline configuration.
+
+They are set in ``spark-pipeline.yml``::
+
+    configuration:
+      sdp_expect.null_result: fail     # or pass: a NULL constraint result passes
+      sdp_expect.quarantine: "false"   # "true": quarantine for every dataset with drop rules
+      sdp_expect.metrics: "true"       # "false": no <dataset>_dq_metrics tables
+
+``spark-pipelines`` puts the configuration on the Spark session before the
+pipeline's files are imported, so reading it is a configuration look-up, not
+a Spark action.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from sdp_expect.errors import SdpExpectError
+
+__all__ = ["KEY_METRICS", "KEY_NULL_RESULT", "KEY_QUARANTINE", "PipelineOptions", "read_options"]
+
+KEY_NULL_RESULT = "sdp_expect.null_result"
+KEY_QUARANTINE = "sdp_expect.quarantine"
+KEY_METRICS = "sdp_expect.metrics"
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    """The pipeline-wide settings.
+
+    :param null_passes: True when a NULL constraint result counts as passing
+        (``sdp_expect.null_result = pass``); by default NULL is a violation.
+    :param quarantine: True to give every dataset with drop rules a quarantine.
+    :param metrics: False to create no ``<dataset>_dq_metrics`` tables.
+    """
+
+    null_passes: bool = False
+    quarantine: bool = False
+    metrics: bool = True
+
+
+def _parse_bool(key: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("true", "1", "yes", "on"):
+        return True
+    if value in ("false", "0", "no", "off"):
+        return False
+    raise SdpExpectError("SDPX-CFG-201", f"{key} = {raw!r} is not 'true' or 'false'")
+
+
+def _parse_null_result(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("fail", "pass"):
+        return value == "pass"
+    raise SdpExpectError(
+        "SDPX-CFG-201", f"{KEY_NULL_RESULT} = {raw!r} is not 'fail' or 'pass'"
+    )
+
+
+def read_options(get: Callable[[str], Optional[str]]) -> PipelineOptions:
+    """Build :class:`PipelineOptions` from a configuration look-up.
+
+    :param get: Returns the configured value of a key, or None when unset.
+    :raises SdpExpectError: SDPX-CFG-201 for a value it does not understand.
+    """
+    null_raw = get(KEY_NULL_RESULT)
+    quarantine_raw = get(KEY_QUARANTINE)
+    metrics_raw = get(KEY_METRICS)
+    return PipelineOptions(
+        null_passes=_parse_null_result(null_raw) if null_raw is not None else False,
+        quarantine=_parse_bool(KEY_QUARANTINE, quarantine_raw) if quarantine_raw else False,
+        metrics=_parse_bool(KEY_METRICS, metrics_raw) if metrics_raw else True,
+    )

@@ -1,0 +1,741 @@
+"""Drop-in replacement for ``pyspark.pipelines`` with Databricks-style expectations.
+
+Change one import line and a Lakeflow pipeline file runs on open-source SDP::
+
+    from sdp_expect import pipelines as dp
+
+    @dp.materialized_view
+    @dp.expect("recent", "order_date >= '2020-01-01'")
+    @dp.expect_or_drop("valid_id", "order_id IS NOT NULL")
+    @dp.expect_or_fail("valid_amount", "amount >= 0")
+    def orders_silver():
+        return spark.read.table("orders_bronze")
+
+Expectation decorators go *below* the dataset decorator. Everything else the
+installed ``pyspark.pipelines`` offers is available here unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Callable, Dict, List, Mapping, Optional, Union, overload
+
+import pyspark.pipelines as _sdp
+from pyspark.pipelines.source_code_location import (
+    SourceCodeLocation,
+    get_caller_source_code_location,
+)
+from pyspark.sql import DataFrame
+from pyspark.sql.types import StructType
+
+from sdp_expect.compiler import CompanionPlan, DatasetKind, RuleLogic, plan_companions
+from sdp_expect.errors import SdpExpectError
+from sdp_expect.model import (
+    Action,
+    DatasetRules,
+    Expectation,
+    QuarantineSpec,
+    make_expectation,
+)
+from sdp_expect.registration import (
+    evaluate_query,
+    graph_state,
+    is_streaming,
+    located,
+)
+
+QueryFunction = Callable[[], DataFrame]
+Decorator = Callable[[QueryFunction], QueryFunction]
+
+_OWN_NAMES = [
+    "append_flow",
+    "create_sink",
+    "create_streaming_table",
+    "expect",
+    "expect_all",
+    "expect_all_or_drop",
+    "expect_all_or_fail",
+    "expect_from_file",
+    "expect_or_drop",
+    "expect_or_fail",
+    "materialized_view",
+    "metrics",
+    "quarantine",
+    "table",
+    "temporary_view",
+]
+__all__ = sorted(set(_OWN_NAMES) | set(getattr(_sdp, "__all__", [])))
+
+_PENDING_ATTR = "__sdp_expect__"
+
+_EXPECT_ALL_KWARGS = {
+    "expect_all": Action.WARN,
+    "expect_all_or_drop": Action.DROP,
+    "expect_all_or_fail": Action.FAIL,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# What the expectation decorators leave on a query function
+# ---------------------------------------------------------------------------------------------
+RuleSource = Callable[[str], List[Expectation]]
+"""Given the dataset's name, returns validated expectations (raises coded errors)."""
+
+
+@dataclasses.dataclass
+class _Pending:
+    """Rules and settings stacked on a query function, in declaration order."""
+
+    sources: List[RuleSource] = dataclasses.field(default_factory=list)
+    quarantine: Optional[QuarantineSpec] = None
+    metrics: Optional[bool] = None
+
+
+def _where(location: SourceCodeLocation) -> str:
+    return f"{os.path.basename(location.filename)}:{location.line_number}"
+
+
+def _pending_of(func: Any, decorator: str, label: Optional[str]) -> _Pending:
+    """The pending rules of ``func``, created on first use; rejects misplaced decorators."""
+    if func is None or not callable(func):
+        raise SdpExpectError(
+            "SDPX-DEF-102",
+            f"@{decorator} was applied to {func!r}, not to a query function",
+            expectation=label,
+        )
+    pending = getattr(func, _PENDING_ATTR, None)
+    if pending is None:
+        pending = _Pending()
+        setattr(func, _PENDING_ATTR, pending)
+    return pending  # type: ignore[no-any-return]
+
+
+def _take_pending(func: Any) -> Optional[_Pending]:
+    pending = getattr(func, _PENDING_ATTR, None)
+    if pending is not None:
+        delattr(func, _PENDING_ATTR)
+    return pending  # type: ignore[no-any-return]
+
+
+def _stacking(decorator: str, label: Optional[str], source: RuleSource) -> Decorator:
+    """A decorator that adds ``source`` above the rules already stacked on a function.
+
+    Decorators apply bottom-up, so a new source goes first: the result is the
+    order a reader sees, top to bottom.
+    """
+
+    def apply(func: QueryFunction) -> QueryFunction:
+        _pending_of(func, decorator, label).sources.insert(0, source)
+        return func
+
+    return apply
+
+
+# ---------------------------------------------------------------------------------------------
+# Expectation decorators
+# ---------------------------------------------------------------------------------------------
+def _single(decorator: str, action: Action, name: str, constraint: str) -> Decorator:
+    origin = _where(get_caller_source_code_location(stacklevel=2))
+
+    def source(dataset: str) -> List[Expectation]:
+        return [make_expectation(name, constraint, action, dataset=dataset, origin=origin)]
+
+    return _stacking(decorator, name if isinstance(name, str) else None, source)
+
+
+def expect(name: str, constraint: str) -> Decorator:
+    """Add a *warn* expectation: violating records are written and counted.
+
+    Place it below the dataset decorator (``@dp.materialized_view``, ``@dp.table``
+    or ``@dp.temporary_view``).
+
+    :param name: The expectation's name, unique within the dataset.
+    :param constraint: A Spark SQL boolean expression, e.g. ``"amount >= 0"``. A
+        record passes only when it is TRUE (NULL is a violation unless the
+        pipeline sets ``sdp_expect.null_result: pass``).
+    """
+    return _single("expect", Action.WARN, name, constraint)
+
+
+def expect_or_drop(name: str, constraint: str) -> Decorator:
+    """Add a *drop* expectation: violating records are not written, and are counted.
+
+    :param name: The expectation's name, unique within the dataset.
+    :param constraint: A Spark SQL boolean expression.
+    """
+    return _single("expect_or_drop", Action.DROP, name, constraint)
+
+
+def expect_or_fail(name: str, constraint: str) -> Decorator:
+    """Add a *fail* expectation: a violating record fails the flow's update.
+
+    The error line reads ``[EXPECTATION_VIOLATION] Flow '<dataset>' failed to
+    meet the expectation. Violated expectations: '<names>'. Output record:
+    '<record as JSON>'.``; the flow is not retried.
+
+    :param name: The expectation's name, unique within the dataset.
+    :param constraint: A Spark SQL boolean expression.
+    """
+    return _single("expect_or_fail", Action.FAIL, name, constraint)
+
+
+def _group(decorator: str, action: Action, args: tuple[Any, ...], kwargs: Mapping[str, Any],
+           origin: str) -> Decorator:
+    if len(args) != 1 or kwargs or not isinstance(args[0], Mapping):
+        shown = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
+        single = {"expect_all": "expect", "expect_all_or_drop": "expect_or_drop",
+                  "expect_all_or_fail": "expect_or_fail"}[decorator]
+        problem = SdpExpectError(
+            "SDPX-DEF-101",
+            f"@{decorator}({shown}) must be given exactly one dict {{name: constraint}}",
+            fix=f"write @{decorator}({{'name': 'constraint', ...}}); for one rule use "
+            f"@{single}(name, constraint)",
+            location=origin,
+        )
+
+        def reject(func: QueryFunction) -> QueryFunction:
+            name = getattr(func, "__name__", None)
+            raise problem.with_context(dataset=name)
+
+        return reject
+    rules = dict(args[0])
+
+    def source(dataset: str) -> List[Expectation]:
+        return [
+            make_expectation(name, constraint, action, dataset=dataset, origin=origin)
+            for name, constraint in rules.items()
+        ]
+
+    return _stacking(decorator, None, source)
+
+
+def expect_all(*expectations: Mapping[str, str], **wrong: Any) -> Decorator:
+    """Add several *warn* expectations from one dict ``{name: constraint}``.
+
+    Each expectation is evaluated and counted on its own; the dict's order is
+    the declaration order.
+
+    :param expectations: Exactly one dict of name to constraint.
+    """
+    origin = _where(get_caller_source_code_location(stacklevel=1))
+    return _group("expect_all", Action.WARN, expectations, wrong, origin)
+
+
+def expect_all_or_drop(*expectations: Mapping[str, str], **wrong: Any) -> Decorator:
+    """Add several *drop* expectations from one dict ``{name: constraint}``.
+
+    A record is dropped when it violates at least one of them.
+
+    :param expectations: Exactly one dict of name to constraint.
+    """
+    origin = _where(get_caller_source_code_location(stacklevel=1))
+    return _group("expect_all_or_drop", Action.DROP, expectations, wrong, origin)
+
+
+def expect_all_or_fail(*expectations: Mapping[str, str], **wrong: Any) -> Decorator:
+    """Add several *fail* expectations from one dict ``{name: constraint}``.
+
+    :param expectations: Exactly one dict of name to constraint.
+    """
+    origin = _where(get_caller_source_code_location(stacklevel=1))
+    return _group("expect_all_or_fail", Action.FAIL, expectations, wrong, origin)
+
+
+def expect_from_file(path: str, tag: Optional[str] = None) -> Decorator:
+    """Add the rules of a rule file (YAML or JSON), each with its own action.
+
+    :param path: The rule file; a relative path is taken from the directory of
+        the Python file that names it.
+    :param tag: Keep only the rules carrying this tag (list format ``tag`` /
+        ``tags``); None keeps all.
+    """
+    location = get_caller_source_code_location(stacklevel=1)
+    base_dir = os.path.dirname(os.path.abspath(location.filename))
+
+    def source(dataset: str) -> List[Expectation]:
+        from sdp_expect import rules as rule_files
+
+        return rule_files.load(path, tag, base_dir=base_dir, dataset=dataset)
+
+    return _stacking("expect_from_file", None, source)
+
+
+def quarantine(name: Optional[str] = None) -> Decorator:
+    """Keep the records the drop expectations remove in a quarantine dataset.
+
+    The quarantine has every column of the record plus ``_failed_expectations``
+    (names of all warn and drop rules the record violated, in declaration
+    order), and the dataset's kind (materialized view or streaming table).
+
+    :param name: The quarantine dataset's name; default ``<dataset>_quarantine``.
+    """
+    spec = QuarantineSpec(name=name)
+
+    def apply(func: QueryFunction) -> QueryFunction:
+        _pending_of(func, "quarantine", None).quarantine = spec
+        return func
+
+    return apply
+
+
+def metrics(enabled: bool = True) -> Decorator:
+    """Turn the ``<dataset>_dq_metrics`` table on or off for one dataset.
+
+    :param enabled: False for no metrics table for this dataset, whatever the
+        pipeline's ``sdp_expect.metrics`` setting.
+    """
+
+    def apply(func: QueryFunction) -> QueryFunction:
+        _pending_of(func, "metrics", None).metrics = bool(enabled)
+        return func
+
+    return apply
+
+
+# ---------------------------------------------------------------------------------------------
+# Datasets and flows
+# ---------------------------------------------------------------------------------------------
+_SDP_DECORATORS: Dict[DatasetKind, Callable[..., Any]] = {
+    DatasetKind.MATERIALIZED_VIEW: _sdp.materialized_view,
+    DatasetKind.STREAMING_TABLE: _sdp.table,
+    DatasetKind.TEMPORARY_VIEW: _sdp.temporary_view,
+}
+
+
+def _returning(df: DataFrame, like: Callable[..., Any]) -> QueryFunction:
+    def query() -> DataFrame:
+        return df
+
+    query.__name__ = getattr(like, "__name__", "query")
+    query.__qualname__ = getattr(like, "__qualname__", query.__name__)
+    query.__doc__ = getattr(like, "__doc__", None)
+    return query
+
+
+def _resolve_rules(name: str, pending: _Pending) -> DatasetRules:
+    rules = DatasetRules(dataset=name, quarantine=pending.quarantine, metrics=pending.metrics)
+    for source in pending.sources:
+        rules.extend(source(name))
+    return rules
+
+
+def _define_dataset(kind: Optional[DatasetKind], func: Any, options: Dict[str, Any],
+                    location: SourceCodeLocation) -> None:
+    """Register one dataset; ``kind`` None means: decide from the query (``dlt.table``)."""
+    if not callable(func):
+        raise SdpExpectError(
+            "SDPX-DEF-107",
+            f"the dataset decorator was applied to {func!r}",
+            dataset=options.get("name"),
+            location=_where(location),
+        )
+    name: str = options.get("name") or func.__name__
+    pending = _take_pending(func)
+    state = graph_state()
+    query: Optional[DataFrame] = None
+    if kind is None:
+        query = evaluate_query(func, name)
+        kind = DatasetKind.STREAMING_TABLE if is_streaming(query) else DatasetKind.MATERIALIZED_VIEW
+    if pending is None:
+        target_func = func if query is None else _returning(query, func)
+        with located(location):
+            _SDP_DECORATORS[kind](**options)(target_func)
+        state.flow_targets.add(name)
+        return
+    rules = _resolve_rules(name, pending)
+    companions = plan_companions(rules, state.options, kind)
+    logic = RuleLogic(rules, state.options)
+    if query is None:
+        query = evaluate_query(func, name)
+    options = dict(options, name=name, spark_conf=logic.flow_conf(options.get("spark_conf")))
+    with located(location):
+        _SDP_DECORATORS[kind](**options)(_returning(logic.target(query), func))
+        if kind is DatasetKind.STREAMING_TABLE:
+            _declare_table_companions(logic, companions)
+            state.table_rules[name] = (logic, companions)
+        _add_companion_flows(logic, companions, kind, query, name)
+    state.flow_targets.add(name)
+
+
+def _declare_table_companions(logic: RuleLogic, companions: CompanionPlan) -> None:
+    """The companion tables of a streaming table, which each of its flows appends to."""
+    dataset = logic.rules.dataset
+    if companions.quarantine:
+        _sdp.create_streaming_table(
+            companions.quarantine,
+            comment=f"Records that sdp-expect dropped from {dataset}",
+        )
+    if companions.record_log:
+        _sdp.create_streaming_table(
+            companions.record_log,
+            comment=f"Per record of {dataset}: whether dropped, and the rules it violated "
+            "(sdp-expect metrics log)",
+        )
+    if companions.metrics and companions.record_log:
+        log_name = companions.record_log
+        spark = _active_spark()
+
+        def metrics_query() -> DataFrame:
+            return logic.metrics_from_record_log(spark.read.table(log_name))
+
+        _sdp.materialized_view(
+            name=companions.metrics,
+            comment=f"Data-quality metrics of {dataset}, cumulative since its last full refresh",
+        )(metrics_query)
+
+
+def _add_companion_flows(logic: RuleLogic, companions: CompanionPlan, kind: DatasetKind,
+                         query: DataFrame, flow_name: str) -> None:
+    """The companion flows for one flow of the dataset, reading the same query."""
+    dataset = logic.rules.dataset
+    conf = logic.flow_conf(None)
+    if kind is DatasetKind.MATERIALIZED_VIEW:
+        if companions.quarantine:
+            _sdp.materialized_view(
+                name=companions.quarantine,
+                comment=f"Records that sdp-expect dropped from {dataset}",
+                spark_conf=conf,
+            )(_returning(logic.quarantine(query), logic.quarantine))
+        if companions.metrics:
+            _sdp.materialized_view(
+                name=companions.metrics,
+                comment=f"Data-quality metrics of {dataset} for the latest update",
+                spark_conf=conf,
+            )(_returning(logic.metrics_from_query(query), logic.metrics_from_query))
+        return
+    if kind is DatasetKind.STREAMING_TABLE:
+        if companions.quarantine:
+            _sdp.append_flow(
+                target=companions.quarantine, name=f"{flow_name}_to_quarantine", spark_conf=conf
+            )(_returning(logic.quarantine(query), logic.quarantine))
+        if companions.record_log:
+            _sdp.append_flow(
+                target=companions.record_log, name=f"{flow_name}_to_dq_records", spark_conf=conf
+            )(_returning(logic.record_log(query), logic.record_log))
+
+
+def _active_spark() -> Any:
+    from pyspark.sql import SparkSession
+
+    return SparkSession.active()
+
+
+@overload
+def table(query_function: QueryFunction) -> None: ...
+
+
+@overload
+def table(
+    *,
+    query_function: None = None,
+    name: Optional[str] = None,
+    comment: Optional[str] = None,
+    spark_conf: Optional[Dict[str, str]] = None,
+    table_properties: Optional[Dict[str, str]] = None,
+    partition_cols: Optional[List[str]] = None,
+    cluster_by: Optional[List[str]] = None,
+    schema: Optional[Union[StructType, str]] = None,
+    format: Optional[str] = None,
+) -> Callable[[QueryFunction], None]: ...
+
+
+def table(
+    query_function: Optional[QueryFunction] = None,
+    *,
+    name: Optional[str] = None,
+    comment: Optional[str] = None,
+    spark_conf: Optional[Dict[str, str]] = None,
+    table_properties: Optional[Dict[str, str]] = None,
+    partition_cols: Optional[List[str]] = None,
+    cluster_by: Optional[List[str]] = None,
+    schema: Optional[Union[StructType, str]] = None,
+    format: Optional[str] = None,
+) -> Union[Callable[[QueryFunction], None], None]:
+    """(Return a) decorator that defines a streaming table from a query function.
+
+    Same as ``pyspark.pipelines.table``; expectation decorators stacked below it
+    apply to the table's flow and to every ``append_flow`` into it.
+
+    :param query_function: The query function, passed implicitly when used bare.
+    :param name: The dataset's name; default the function's name.
+    :param comment: Description of the dataset.
+    :param spark_conf: Spark confs set when the flow runs.
+    :param table_properties: Table properties.
+    :param partition_cols: Partition columns.
+    :param cluster_by: Clustering columns.
+    :param schema: Explicit schema (StructType or DDL string).
+    :param format: Table format, e.g. ``"parquet"``.
+    """
+    options = _drop_none(name=name, comment=comment, spark_conf=spark_conf,
+                         table_properties=table_properties, partition_cols=partition_cols,
+                         cluster_by=cluster_by, schema=schema, format=format)
+    return _dataset_decorator(DatasetKind.STREAMING_TABLE, query_function, options,
+                              get_caller_source_code_location(stacklevel=1))
+
+
+@overload
+def materialized_view(query_function: QueryFunction) -> None: ...
+
+
+@overload
+def materialized_view(
+    *,
+    query_function: None = None,
+    name: Optional[str] = None,
+    comment: Optional[str] = None,
+    spark_conf: Optional[Dict[str, str]] = None,
+    table_properties: Optional[Dict[str, str]] = None,
+    partition_cols: Optional[List[str]] = None,
+    cluster_by: Optional[List[str]] = None,
+    schema: Optional[Union[StructType, str]] = None,
+    format: Optional[str] = None,
+) -> Callable[[QueryFunction], None]: ...
+
+
+def materialized_view(
+    query_function: Optional[QueryFunction] = None,
+    *,
+    name: Optional[str] = None,
+    comment: Optional[str] = None,
+    spark_conf: Optional[Dict[str, str]] = None,
+    table_properties: Optional[Dict[str, str]] = None,
+    partition_cols: Optional[List[str]] = None,
+    cluster_by: Optional[List[str]] = None,
+    schema: Optional[Union[StructType, str]] = None,
+    format: Optional[str] = None,
+) -> Union[Callable[[QueryFunction], None], None]:
+    """(Return a) decorator that defines a materialized view from a query function.
+
+    Same as ``pyspark.pipelines.materialized_view``, plus the expectation
+    decorators stacked below it.
+
+    :param query_function: The query function, passed implicitly when used bare.
+    :param name: The dataset's name; default the function's name.
+    :param comment: Description of the dataset.
+    :param spark_conf: Spark confs set when the flow runs.
+    :param table_properties: Table properties.
+    :param partition_cols: Partition columns.
+    :param cluster_by: Clustering columns.
+    :param schema: Explicit schema (StructType or DDL string).
+    :param format: Table format, e.g. ``"parquet"``.
+    """
+    options = _drop_none(name=name, comment=comment, spark_conf=spark_conf,
+                         table_properties=table_properties, partition_cols=partition_cols,
+                         cluster_by=cluster_by, schema=schema, format=format)
+    return _dataset_decorator(DatasetKind.MATERIALIZED_VIEW, query_function, options,
+                              get_caller_source_code_location(stacklevel=1))
+
+
+@overload
+def temporary_view(query_function: QueryFunction) -> None: ...
+
+
+@overload
+def temporary_view(
+    *,
+    query_function: None = None,
+    name: Optional[str] = None,
+    comment: Optional[str] = None,
+    spark_conf: Optional[Dict[str, str]] = None,
+) -> Callable[[QueryFunction], None]: ...
+
+
+def temporary_view(
+    query_function: Optional[QueryFunction] = None,
+    *,
+    name: Optional[str] = None,
+    comment: Optional[str] = None,
+    spark_conf: Optional[Dict[str, str]] = None,
+) -> Union[Callable[[QueryFunction], None], None]:
+    """(Return a) decorator that defines a temporary view from a query function.
+
+    Drop and fail expectations work on a view as on a table; a view has no
+    quarantine and no metrics table (put those on the dataset that reads it).
+
+    :param query_function: The query function, passed implicitly when used bare.
+    :param name: The view's name; default the function's name.
+    :param comment: Description of the view.
+    :param spark_conf: Spark confs set when the view's query runs.
+    """
+    options = _drop_none(name=name, comment=comment, spark_conf=spark_conf)
+    return _dataset_decorator(DatasetKind.TEMPORARY_VIEW, query_function, options,
+                              get_caller_source_code_location(stacklevel=1))
+
+
+def _drop_none(**options: Any) -> Dict[str, Any]:
+    return {key: value for key, value in options.items() if value is not None}
+
+
+def _dataset_decorator(kind: Optional[DatasetKind], query_function: Optional[QueryFunction],
+                       options: Dict[str, Any], location: SourceCodeLocation,
+                       ) -> Union[Callable[[QueryFunction], None], None]:
+    def outer(func: QueryFunction) -> None:
+        _define_dataset(kind, func, options, location)
+
+    if query_function is not None:
+        outer(query_function)
+        return None
+    return outer
+
+
+def create_streaming_table(
+    name: str,
+    *,
+    comment: Optional[str] = None,
+    table_properties: Optional[Dict[str, str]] = None,
+    partition_cols: Optional[List[str]] = None,
+    cluster_by: Optional[List[str]] = None,
+    schema: Optional[Union[StructType, str]] = None,
+    format: Optional[str] = None,
+    quarantine: Union[bool, str, None] = None,
+    dq_metrics: Optional[bool] = None,
+    **expectations: Mapping[str, str],
+) -> None:
+    """Create a streaming table that flows (``append_flow``) write into.
+
+    The expectations given here apply to every flow that writes into the
+    table, in the order the keyword arguments are written.
+
+    :param name: The table's name.
+    :param comment: Description of the table.
+    :param table_properties: Table properties.
+    :param partition_cols: Partition columns.
+    :param cluster_by: Clustering columns.
+    :param schema: Explicit schema (StructType or DDL string).
+    :param format: Table format, e.g. ``"parquet"``.
+    :param quarantine: True for a quarantine named ``<name>_quarantine``, or the
+        quarantine's name.
+    :param dq_metrics: False for no ``<name>_dq_metrics`` table.
+    :param expectations: ``expect_all``, ``expect_all_or_drop`` and/or
+        ``expect_all_or_fail``, each one dict ``{name: constraint}``.
+    """
+    location = get_caller_source_code_location(stacklevel=1)
+    rules = DatasetRules(dataset=name, metrics=dq_metrics)
+    if quarantine:
+        rules.quarantine = QuarantineSpec(name=quarantine if isinstance(quarantine, str) else None)
+    for keyword, group in expectations.items():
+        if keyword not in _EXPECT_ALL_KWARGS:
+            raise TypeError(
+                f"create_streaming_table() got an unexpected keyword argument {keyword!r}"
+            )
+        if not isinstance(group, Mapping):
+            raise SdpExpectError(
+                "SDPX-DEF-101",
+                f"{keyword}= must be one dict {{name: constraint}}, got {type(group).__name__}",
+                dataset=name,
+                location=_where(location),
+            )
+        for rule_name, constraint in group.items():
+            rules.add(make_expectation(rule_name, constraint, _EXPECT_ALL_KWARGS[keyword],
+                                       dataset=name, origin=_where(location)))
+    table_options = _drop_none(comment=comment, table_properties=table_properties,
+                               partition_cols=partition_cols, cluster_by=cluster_by,
+                               schema=schema, format=format)
+    state = graph_state()
+    with located(location):
+        _sdp.create_streaming_table(name, **table_options)
+        if rules.empty and rules.quarantine is None:
+            return
+        if name in state.flow_targets:
+            raise SdpExpectError("SDPX-DEF-105", dataset=name, location=_where(location))
+        logic = RuleLogic(rules, state.options)
+        companions = plan_companions(rules, state.options, DatasetKind.STREAMING_TABLE)
+        _declare_table_companions(logic, companions)
+        state.table_rules[name] = (logic, companions)
+
+
+def append_flow(
+    *,
+    target: str,
+    name: Optional[str] = None,
+    spark_conf: Optional[Dict[str, str]] = None,
+) -> Callable[[QueryFunction], None]:
+    """Return a decorator that defines a flow appending a query's records to ``target``.
+
+    When ``target`` carries expectations (from ``create_streaming_table(...,
+    expect_all...=)`` or from decorators on its ``@dp.table``), they apply to
+    this flow too. Expectation decorators cannot be put on the flow itself.
+
+    :param target: The streaming table (or sink) the flow writes into.
+    :param name: The flow's name; default the function's name.
+    :param spark_conf: Spark confs set when the flow runs.
+    """
+    location = get_caller_source_code_location(stacklevel=1)
+
+    def outer(func: QueryFunction) -> None:
+        state = graph_state()
+        flow_name = name or getattr(func, "__name__", "flow")
+        if _take_pending(func) is not None:
+            code = "SDPX-DEF-104" if target in state.sinks else "SDPX-DEF-103"
+            raise SdpExpectError(code, f"expectations on append_flow {flow_name!r} into "
+                                 f"{target!r}", dataset=target, location=_where(location))
+        entry = state.table_rules.get(target)
+        with located(location):
+            if entry is None:
+                _sdp.append_flow(target=target, name=name, spark_conf=spark_conf)(func)
+            else:
+                logic, companions = entry
+                query = evaluate_query(func, flow_name)
+                _sdp.append_flow(target=target, name=flow_name,
+                                 spark_conf=logic.flow_conf(spark_conf))(
+                    _returning(logic.target(query), func))
+                _add_companion_flows(logic, companions, DatasetKind.STREAMING_TABLE, query,
+                                     flow_name)
+        state.flow_targets.add(target)
+
+    return outer
+
+
+def create_sink(name: str, format: str, options: Optional[Dict[str, str]] = None) -> None:
+    """Create a sink, as ``pyspark.pipelines.create_sink`` does.
+
+    Sinks do not support expectations: put them on the dataset the sink's flow
+    reads.
+
+    :param name: The sink's name.
+    :param format: The sink's format, e.g. ``"parquet"``.
+    :param options: The sink's options.
+    """
+    with located(get_caller_source_code_location(stacklevel=1)):
+        _sdp.create_sink(name, format, options)
+    graph_state().sinks.add(name)
+
+
+if hasattr(_sdp, "create_auto_cdc_flow"):  # Spark 4.2+
+
+    def create_auto_cdc_flow(target: str, source: str, *args: Any, **kwargs: Any) -> None:
+        """Create an Auto CDC flow, as ``pyspark.pipelines.create_auto_cdc_flow`` does.
+
+        Put expectations on the flow's *source* (for example a temporary view
+        with ``expect_or_drop``): the target of an Auto CDC flow cannot carry
+        them.
+
+        :param target: The streaming table the changes are applied to.
+        :param source: The dataset the change records come from.
+        :param args: The other arguments of ``pyspark.pipelines.create_auto_cdc_flow``.
+        :param kwargs: The other keyword arguments of the same.
+        """
+        location = get_caller_source_code_location(stacklevel=1)
+        state = graph_state()
+        if target in state.table_rules:
+            raise SdpExpectError("SDPX-DEF-108", dataset=target, location=_where(location))
+        with located(location):
+            _sdp.create_auto_cdc_flow(target, source, *args, **kwargs)
+        state.flow_targets.add(target)
+
+
+def __getattr__(attribute: str) -> Any:
+    """Everything else the installed ``pyspark.pipelines`` offers, unchanged."""
+    try:
+        return getattr(_sdp, attribute)
+    except AttributeError:
+        raise AttributeError(
+            f"module 'sdp_expect.pipelines' has no attribute {attribute!r} (nor has the "
+            "installed pyspark.pipelines)"
+        ) from None
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(__all__))
+

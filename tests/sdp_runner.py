@@ -1,0 +1,235 @@
+"""Run many real SDP pipeline graphs in one local Spark Connect server.
+
+``spark-pipelines run`` starts a Spark server per run (~25 s). The tests
+instead start one Spark Connect server for the whole session and, for each
+pipeline, do what ``pyspark/pipelines/cli.py`` does: create a dataflow graph,
+register the definitions through the real registry, start a run and read its
+events. Each graph gets its own database and storage folder, so graphs do not
+see each other's tables.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
+
+from pyspark.find_spark_home import _find_spark_home
+from pyspark.pipelines.add_pipeline_analysis_context import add_pipeline_analysis_context
+from pyspark.pipelines.block_session_mutations import block_session_mutations
+from pyspark.pipelines.graph_element_registry import graph_element_registration_context
+from pyspark.pipelines.spark_connect_graph_element_registry import (
+    SparkConnectGraphElementRegistry,
+)
+from pyspark.pipelines.spark_connect_pipeline import create_dataflow_graph, start_run
+from pyspark.sql import DataFrame
+from pyspark.sql.connect.session import SparkSession
+
+Definitions = Callable[[SparkSession], None]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class SparkServer:
+    """A local Spark Connect server in its own process, on a port of its own."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.port = free_port()
+        self.log_path = workdir / "spark-connect-server.log"
+        spark_home = _find_spark_home()
+        command = [
+            os.path.join(spark_home, "bin", "spark-submit"),
+            "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+            "--master", "local[2]",
+            "--driver-memory", "3g",
+            "--conf", f"spark.connect.grpc.binding.port={self.port}",
+            "--conf", f"spark.sql.warehouse.dir={workdir / 'warehouse'}",
+            "--conf", "spark.sql.shuffle.partitions=2",
+            "--conf", "spark.default.parallelism=2",
+            "--conf", "spark.ui.enabled=false",
+            "--conf", "spark.sql.connect.serverStacktrace.enabled=false",
+            "--conf", f"spark.driver.extraJavaOptions=-Dderby.system.home={workdir}",
+            "spark-internal",
+        ]
+        env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+        env.pop("SPARK_REMOTE", None)
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(
+                command, cwd=workdir, stdout=log, stderr=subprocess.STDOUT, env=env
+            )
+        self._wait_until_up()
+
+    @property
+    def url(self) -> str:
+        return f"sc://127.0.0.1:{self.port}"
+
+    def _wait_until_up(self, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"Spark server exited; see {self.log_path}")
+            with contextlib.suppress(OSError), socket.create_connection(
+                ("127.0.0.1", self.port), timeout=1
+            ):
+                return
+            time.sleep(0.5)
+        raise RuntimeError(f"Spark server did not start in {timeout} s; see {self.log_path}")
+
+    def session(self) -> SparkSession:
+        # What SparkSession.builder.remote(...) sets: pyspark.sql.functions then build
+        # Spark Connect columns, as they do under spark-pipelines.
+        os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+        return SparkSession.builder.remote(self.url).create()
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+@dataclass
+class RunResult:
+    """What one pipeline update did."""
+
+    events: list[str]
+    error: Optional[BaseException]
+    spark: SparkSession
+    database: str
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def output(self) -> str:
+        """Everything a user would have seen: event messages and the final error."""
+        if self.error is None:
+            return "\n".join(self.events)
+        trace = "".join(traceback.format_exception(self.error))
+        return "\n".join([*self.events, trace])
+
+    def table(self, name: str) -> DataFrame:
+        return self.spark.read.table(f"`{self.database}`.`{name}`")
+
+    def rows(self, name: str) -> list[dict[str, Any]]:
+        return [row.asDict(recursive=True) for row in self.table(name).collect()]
+
+    def exists(self, name: str) -> bool:
+        return bool(self.spark.catalog.tableExists(f"`{self.database}`.`{name}`"))
+
+    def flow_failed(self, flow: str) -> bool:
+        return any(f".{flow} has FAILED" in e or (f"'{flow}'" in e and "FAILED" in e)
+                   for e in self.events)
+
+
+@dataclass
+class Pipeline:
+    """A pipeline definition that can be run (updated) several times, like a project."""
+
+    server: SparkServer
+    root: Path
+    definitions: Optional[Definitions] = None
+    files: Optional[Path] = None
+    conf: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.name = "p" + uuid.uuid4().hex[:10]
+        self.database = self.name
+        self.storage = self.root / self.name / "storage"
+        self.storage.mkdir(parents=True)
+        self.spark = self.server.session()
+        for key, value in self.conf.items():
+            self.spark.conf.set(key, value)
+        self.spark.sql(f"CREATE DATABASE IF NOT EXISTS `{self.database}`")
+
+    # -- data ---------------------------------------------------------------------------
+    def create_table(self, name: str, rows: list[tuple[Any, ...]], schema: str) -> None:
+        """An external source table for the pipeline (outside the graph)."""
+        frame = self.spark.createDataFrame(rows, schema)
+        frame.write.mode("overwrite").saveAsTable(f"`{self.database}`.`{name}`")
+
+    def path(self, *parts: str) -> Path:
+        target = self.root / self.name / "data" / Path(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return target
+
+    # -- definition and runs --------------------------------------------------------------
+    def register(self) -> tuple[str, SparkConnectGraphElementRegistry]:
+        """A new dataflow graph with this pipeline's definitions registered in it."""
+        graph_id = create_dataflow_graph(
+            self.spark, default_catalog=None, default_database=self.database,
+            sql_conf=self.conf,
+        )
+        registry = SparkConnectGraphElementRegistry(self.spark, graph_id)
+        with graph_element_registration_context(registry), add_pipeline_analysis_context(
+            spark=self.spark, dataflow_graph_id=graph_id, flow_name=None
+        ), block_session_mutations():
+            if self.definitions is not None:
+                self.definitions(self.spark)
+            if self.files is not None:
+                self._import_files(registry)
+        return graph_id, registry
+
+    def _import_files(self, registry: SparkConnectGraphElementRegistry) -> None:
+        assert self.files is not None
+        with _chdir(self.files):
+            for file in sorted(self.files.rglob("*")):
+                if file.suffix == ".py":
+                    spec = importlib.util.spec_from_file_location(file.stem, file)
+                    assert spec is not None and spec.loader is not None
+                    module = importlib.util.module_from_spec(spec)
+                    module.__dict__["spark"] = self.spark
+                    spec.loader.exec_module(module)
+                elif file.suffix == ".sql":
+                    registry.register_sql(file.read_text(), file.relative_to(self.files))
+
+    def run(self, *, full_refresh_all: bool = False, full_refresh: Optional[list[str]] = None,
+            dry: bool = False) -> RunResult:
+        events: list[str] = []
+        try:
+            graph_id, _ = self.register()
+            results = start_run(
+                self.spark, graph_id, full_refresh=full_refresh or [],
+                full_refresh_all=full_refresh_all, refresh=[], dry=dry,
+                storage=self.storage.as_uri(),
+            )
+            for result in results:
+                if "pipeline_event_result" in result:
+                    events.append(result["pipeline_event_result"].event.message)
+        except Exception as error:  # the run's outcome is what the tests look at
+            return RunResult(events, error, self.spark, self.database)
+        return RunResult(events, None, self.spark, self.database)
+
+
+@contextlib.contextmanager
+def _chdir(path: Path) -> Iterator[None]:
+    before = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def copy_project(source: Path, target: Path) -> Path:
+    """A fresh copy of a pipeline project folder (examples are never run in place)."""
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns(
+        "spark-warehouse", "metastore_db", "pipeline-storage", "derby.log", "__pycache__"))
+    return target
