@@ -26,8 +26,8 @@ from sdp_expect.sqltokens import SqlTokenError, Token, TokenKind, tokenize
 
 __all__ = ["ConstraintProblem", "check_constraint"]
 
-NOT_WELL_FORMED = "SDPX-VAL-011"
-REJECTED_CONSTRUCT = "SDPX-VAL-010"
+_NOT_WELL_FORMED = "SDPX-VAL-011"
+_REJECTED_CONSTRUCT = "SDPX-VAL-010"
 
 
 @dataclass(frozen=True)
@@ -142,11 +142,11 @@ def _at(token: Token) -> str:
 
 
 def _malformed(message: str) -> ConstraintProblem:
-    return ConstraintProblem(NOT_WELL_FORMED, message)
+    return ConstraintProblem(_NOT_WELL_FORMED, message)
 
 
 def _rejected(message: str) -> ConstraintProblem:
-    return ConstraintProblem(REJECTED_CONSTRUCT, message)
+    return ConstraintProblem(_REJECTED_CONSTRUCT, message)
 
 
 def _check_well_formed(tokens: list[Token]) -> Optional[ConstraintProblem]:
@@ -177,9 +177,7 @@ def _check_well_formed(tokens: list[Token]) -> Optional[ConstraintProblem]:
                     f"'{match.text}' {_at(match)}"
                 )
         elif kind is TokenKind.SEMICOLON:
-            return _malformed(
-                f"unexpected ';' {_at(token)}: a constraint is a single expression"
-            )
+            return _malformed(f"unexpected ';' {_at(token)}: a constraint is a single expression")
         elif kind is TokenKind.OTHER and token.text == "*/":
             return _malformed(f"unexpected '*/' {_at(token)}: no comment is open")
         elif kind is TokenKind.COMMA and (prev is None or prev.kind in _LIST_STARTS):
@@ -255,6 +253,12 @@ def _check_constructs(tokens: list[Token]) -> Optional[ConstraintProblem]:
                 and nxt.kind is TokenKind.IDENT
                 and nxt.text.lower() in _QUERY_STARTS
                 and _is_query_start(tokens, i + 1)
+                # "trim(FROM s)" is Spark's TRIM syntax, not a query.
+                and not (
+                    i > 0
+                    and tokens[i - 1].kind is TokenKind.IDENT
+                    and tokens[i - 1].text.lower() == "trim"
+                )
             ):
                 return _rejected(f"uses a subquery ({nxt.text.upper()})")
             continue

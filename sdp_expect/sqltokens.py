@@ -8,16 +8,18 @@ SQL. It does not decide whether the text is a valid statement or expression.
 Lexical rules followed (as in Spark 4.x):
 
 - ``'...'`` and ``"..."`` are string literals. A backslash escapes the next
-  character and a doubled quote (``''`` inside ``'...'``) stands for one quote.
-  ``r'...'`` / ``R"..."`` are raw strings: no escapes at all.
-- ```...``` is a quoted identifier; ``````` inside it is one backtick.
+  character (``\\n``, ``\\t``, ``\\uXXXX``, octal ``\\101``...; ``\\%`` and
+  ``\\_`` keep their backslash) and a doubled quote (``''`` inside ``'...'``)
+  stands for one quote. ``r'...'`` / ``R"..."`` are raw strings: no escapes.
+- `` `...` `` is a quoted identifier; two backticks inside it stand for one.
 - ``-- ...`` runs to the end of the line; a backslash right before the line
   break continues the comment on the next line.
 - ``/* ... */`` may nest: ``/* a /* b */ c */`` is one comment. Outside a
   comment, ``*/`` is one token (Spark's end-of-hint token), never ``*`` then
   ``/``. A hint ``/*+ ... */`` is read as a comment.
 - Identifiers are runs of letters, digits and underscores (they may start with
-  a digit, as in Spark: ``1a`` is an identifier, ``10L`` a number).
+  a digit, as in Spark: ``1a`` is an identifier, ``10L`` a number). Letters
+  outside ASCII are accepted; Spark itself decides whether they are valid.
 
 Everything runs in time linear in the length of the text, without recursion.
 """
@@ -45,7 +47,7 @@ class TokenKind(enum.Enum):
     IDENT = "identifier"
     """A bare identifier or keyword, e.g. ``amount``, ``AND``, ``1a``."""
     QUOTED_IDENT = "quoted identifier"
-    """A backtick-quoted identifier, e.g. ```weird col```."""
+    """A backtick-quoted identifier, e.g. `` `weird col` ``."""
     STRING = "string"
     """A string literal, e.g. ``'it''s'``, ``"a\\"b"``, ``r'\\d+'``."""
     NUMBER = "number"
@@ -65,7 +67,7 @@ class TokenKind(enum.Enum):
     """Any other character, e.g. ``?``, ``{``, ``@``; also ``*/`` outside a comment."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Token:
     """One token of SQL text.
 
@@ -160,7 +162,7 @@ _SIMPLE_ESCAPES = {
     "_": "\\_",
 }
 _HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
-_OCTAL_ESCAPE = re.compile(r"[0-3][0-7][0-7]")
+_OCTAL_ESCAPE = re.compile(r"[01][0-7][0-7]")  # Spark reads \000 to \177 only
 
 
 def _unescape_string(body: str, quote: str) -> str:
@@ -299,10 +301,9 @@ def tokenize(text: str, *, keep_comments: bool = False) -> list[Token]:
         m = match(text, pos)
         assert m is not None  # the pattern matches any character and the end
         group = m.lastgroup
-        if group == "eof":
+        if group is None or group == "eof":
             return tokens
-        start = m.start(group)
-        end = m.end()
+        start, end = m.span(group)
         if 0 <= next_break < start:
             line += text.count("\n", next_break, start)
             line_start = text.rfind("\n", next_break, start) + 1
@@ -315,9 +316,7 @@ def tokenize(text: str, *, keep_comments: bool = False) -> list[Token]:
                 # A raw string: r'...' has no escapes and no doubled quotes.
                 close = text.find(text[end], end + 1)
                 if close < 0:
-                    raise SqlTokenError(
-                        "unterminated string literal", line, start - line_start + 1
-                    )
+                    raise SqlTokenError("unterminated string literal", line, start - line_start + 1)
                 end = close + 1
                 kind = string
                 value = text[start + 2 : close]

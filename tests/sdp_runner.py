@@ -104,6 +104,23 @@ class SparkServer:
             self.process.kill()
 
 
+class RecordingRegistry(SparkConnectGraphElementRegistry):
+    """The real registry, noting the kind of each output and the target of each flow."""
+
+    def __init__(self, spark: SparkSession, graph_id: str) -> None:
+        super().__init__(spark, graph_id)
+        self.outputs: dict[str, str] = {}
+        self.flows: dict[str, str] = {}
+
+    def register_output(self, output: Any) -> None:
+        self.outputs[output.name] = type(output).__name__
+        super().register_output(output)
+
+    def register_flow(self, flow: Any) -> None:
+        self.flows[flow.name] = flow.target
+        super().register_flow(flow)
+
+
 @dataclass
 class RunResult:
     """What one pipeline update did."""
@@ -112,6 +129,8 @@ class RunResult:
     error: Optional[BaseException]
     spark: SparkSession
     database: str
+    outputs: dict[str, str] = field(default_factory=dict)
+    flows: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -134,9 +153,18 @@ class RunResult:
     def exists(self, name: str) -> bool:
         return bool(self.spark.catalog.tableExists(f"`{self.database}`.`{name}`"))
 
-    def flow_failed(self, flow: str) -> bool:
-        return any(f".{flow} has FAILED" in e or (f"'{flow}'" in e and "FAILED" in e)
-                   for e in self.events)
+    def flow_events(self, flow: str) -> list[str]:
+        """The events of one flow, by its unqualified name, in order."""
+        marks = (f".{flow} ", f".{flow}' ")
+        return [e for e in self.events if any(mark in e for mark in marks)]
+
+    def flow_state(self, flow: str) -> str:
+        """The last state an event reported for a flow (COMPLETED, FAILED, SKIPPED...)."""
+        for event in reversed(self.flow_events(flow)):
+            for state in ("COMPLETED", "FAILED", "SKIPPED", "RUNNING", "QUEUED"):
+                if state in event:
+                    return state
+        return "NONE"
 
 
 @dataclass
@@ -171,13 +199,14 @@ class Pipeline:
         return target
 
     # -- definition and runs --------------------------------------------------------------
-    def register(self) -> tuple[str, SparkConnectGraphElementRegistry]:
+    def register(self) -> tuple[str, RecordingRegistry]:
         """A new dataflow graph with this pipeline's definitions registered in it."""
         graph_id = create_dataflow_graph(
             self.spark, default_catalog=None, default_database=self.database,
             sql_conf=self.conf,
         )
-        registry = SparkConnectGraphElementRegistry(self.spark, graph_id)
+        registry = RecordingRegistry(self.spark, graph_id)
+        self.registry = registry
         with graph_element_registration_context(registry), add_pipeline_analysis_context(
             spark=self.spark, dataflow_graph_id=graph_id, flow_name=None
         ), block_session_mutations():
@@ -203,6 +232,7 @@ class Pipeline:
     def run(self, *, full_refresh_all: bool = False, full_refresh: Optional[list[str]] = None,
             dry: bool = False) -> RunResult:
         events: list[str] = []
+        self.registry: Optional[RecordingRegistry] = None
         try:
             graph_id, _ = self.register()
             results = start_run(
@@ -214,8 +244,13 @@ class Pipeline:
                 if "pipeline_event_result" in result:
                     events.append(result["pipeline_event_result"].event.message)
         except Exception as error:  # the run's outcome is what the tests look at
-            return RunResult(events, error, self.spark, self.database)
-        return RunResult(events, None, self.spark, self.database)
+            return self._result(events, error)
+        return self._result(events, None)
+
+    def _result(self, events: list[str], error: Optional[BaseException]) -> RunResult:
+        outputs = dict(self.registry.outputs) if self.registry else {}
+        flows = dict(self.registry.flows) if self.registry else {}
+        return RunResult(events, error, self.spark, self.database, outputs, flows)
 
 
 @contextlib.contextmanager
