@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Usage: scripts/test.sh [pytest arguments]
+# The whole test suite, from a fresh clone: for the lowest supported pyspark
+# (newest 4.1.x) and for the newest 4.x, each in its own virtual environment
+# under .venv/, install sdp-expect with its test and lint extras, lint and
+# type-check (once), then run pytest. Exits non-zero if anything fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+specs=${SDPX_PYSPARK_SPECS:-"~=4.1.0;>=4.1,<5"}
+status=0
+first=1
+IFS=';' read -r -a spec_list <<< "$specs"
+for spec in "${spec_list[@]}"; do
+  venv=$(scripts/venv.sh "$spec")
+  version=$("$venv/bin/python" -c 'import pyspark; print(pyspark.__version__)')
+  echo "== pyspark $version ($spec) in $venv"
+  if [[ $first == 1 ]]; then
+    first=0
+    echo "== ruff"; "$venv/bin/ruff" check sdp_expect tests scripts examples benchmarks || status=1
+    echo "== mypy"; "$venv/bin/mypy" || status=1
+  fi
+  echo "== pytest"
+  PATH="$PWD/$venv/bin:$PATH" "$venv/bin/python" -m pytest "$@" || status=1
+done
+exit $status

@@ -1,0 +1,145 @@
+"""True ``spark-pipelines`` command-line runs, end to end (a few: each takes ~20 s).
+
+The example project for the installed Spark is copied to a temporary folder,
+run, run again (the catalog persists between runs), dry-run, and inspected;
+small projects show the exit code and the error line of a failed expectation.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pyspark
+import pytest
+
+from sdp_runner import copy_project
+
+REPO = Path(__file__).resolve().parent.parent
+SPARK = tuple(int(part) for part in pyspark.__version__.split(".")[:2])
+EXAMPLE = "spark42" if SPARK >= (4, 2) else "spark41"
+HIVE = ["--conf", "spark.sql.catalogImplementation=hive"]
+
+pytestmark = pytest.mark.cli
+
+
+def spark_pipelines(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = shutil.which("spark-pipelines", path=os.path.dirname(sys.executable))
+    assert command, "spark-pipelines is not installed next to this Python"
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    env.pop("SPARK_CONNECT_MODE_ENABLED", None)
+    env.pop("SPARK_REMOTE", None)
+    return subprocess.run([command, *args], cwd=project, env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+
+
+def write_project(root: Path, code: str, storage: Path) -> Path:
+    (root / "transformations").mkdir(parents=True)
+    (root / "spark-pipeline.yml").write_text(textwrap.dedent(f"""\
+        name: cli_test
+        storage: {storage.as_uri()}
+        libraries:
+          - glob:
+              include: transformations/**
+        """))
+    (root / "transformations" / "pipeline.py").write_text(textwrap.dedent(code))
+    return root
+
+
+@pytest.fixture
+def example(tmp_path: Path) -> Path:
+    project = copy_project(REPO / "examples" / EXAMPLE, tmp_path / EXAMPLE)
+    spec = project / "spark-pipeline.yml"
+    storage = (tmp_path / "storage").as_uri()
+    spec.write_text("\n".join(
+        f"storage: {storage}" if line.startswith("storage:") else line
+        for line in spec.read_text().splitlines()) + "\n")
+    return project
+
+
+def test_example_runs_twice_and_shows_its_tables(example: Path) -> None:
+    first = spark_pipelines(example, *HIVE, "run")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "Run is COMPLETED" in first.stdout + first.stderr
+    second = spark_pipelines(example, *HIVE, "run")
+    assert second.returncode == 0, second.stdout + second.stderr
+    shown = subprocess.run([sys.executable, str(REPO / "scripts" / "show_tables.py"), "."],
+                           cwd=example, capture_output=True, text=True, timeout=300,
+                           check=False)
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    for table, rows in [("orders_bronze", 10), ("orders_silver", 6),
+                        ("orders_silver_quarantine", 4), ("orders_silver_dq_metrics", 3),
+                        ("revenue_by_customer", 6), ("revenue_by_customer_dq_metrics", 1)]:
+        assert f"== {table} ({rows} rows)" in shown.stdout, shown.stdout
+
+
+def test_example_dry_run_passes(example: Path) -> None:
+    result = spark_pipelines(example, "dry-run")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_violated_fail_rule_exits_non_zero_and_prints_the_record(tmp_path: Path) -> None:
+    project = write_project(tmp_path / "failing", """\
+        from pyspark.sql import SparkSession
+        from sdp_expect import pipelines as dp
+
+        spark = SparkSession.active()
+
+        @dp.materialized_view
+        def raw():
+            return spark.sql("SELECT * FROM VALUES (1, 5), (2, -3) AS t(id, amount)")
+
+        @dp.materialized_view
+        @dp.expect_or_fail("amount_not_negative", "amount >= 0")
+        def checked():
+            return spark.read.table("raw")
+        """, tmp_path / "storage")
+    result = spark_pipelines(project, "run")
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    line = ("[EXPECTATION_VIOLATION] Flow 'checked' failed to meet the expectation. "
+            "Violated expectations: 'amount_not_negative'. "
+            "Output record: '{\"id\":2,\"amount\":-3}'.")
+    assert line in output, output
+    assert output.count("default.checked is RUNNING") == 1, output
+
+
+def test_constraint_on_missing_column_fails_dry_run(tmp_path: Path) -> None:
+    project = write_project(tmp_path / "missing", """\
+        from pyspark.sql import SparkSession
+        from sdp_expect import pipelines as dp
+
+        spark = SparkSession.active()
+
+        @dp.materialized_view
+        @dp.expect_or_drop("valid_customer", "customer_id IS NOT NULL")
+        def checked():
+            return spark.sql("SELECT * FROM VALUES (1, 5) AS t(id, amount)")
+        """, tmp_path / "storage")
+    result = spark_pipelines(project, "dry-run")
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "customer_id" in output
+
+
+def test_definition_mistake_stops_the_run_before_any_flow(tmp_path: Path) -> None:
+    project = write_project(tmp_path / "mistake", """\
+        from pyspark.sql import SparkSession
+        from sdp_expect import pipelines as dp
+
+        spark = SparkSession.active()
+
+        @dp.materialized_view
+        @dp.expect_all_or_drop("valid_id", "id IS NOT NULL")
+        def checked():
+            return spark.sql("SELECT 1 AS id")
+        """, tmp_path / "storage")
+    result = spark_pipelines(project, "run")
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "[SDPX-DEF-101]" in output and "dataset 'checked'" in output
+    assert "is QUEUED" not in output

@@ -1,0 +1,124 @@
+"""Streaming tables: rules on every flow into a table, and updates over time."""
+
+from __future__ import annotations
+
+import json
+
+from chispa import assert_df_equality
+
+from sdp_expect import pipelines as dp
+
+SCHEMA = "id INT, amount INT, source STRING"
+COLUMNS = ["id", "amount", "source"]
+
+
+def write_json(folder, name, rows):
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps(dict(zip(COLUMNS, row))) for row in rows]
+    (folder / name).write_text("\n".join(lines) + "\n")
+
+
+def metrics_by_name(result, dataset):
+    return {row["expectation"]: row for row in result.rows(f"{dataset}_dq_metrics")}
+
+
+def test_create_streaming_table_rules_apply_to_two_append_flows(make_pipeline):
+    pipeline = make_pipeline()
+    web, shop = pipeline.path("web"), pipeline.path("shop")
+    write_json(web, "1.json", [(1, 10, "web"), (None, 5, "web"), (3, -1, "web")])
+    write_json(shop, "1.json", [(4, 7, "shop"), (5, None, "shop")])
+
+    def define(spark):
+        dp.create_streaming_table(
+            "orders",
+            expect_all={"small": "amount < 10"},
+            expect_all_or_drop={"valid_id": "id IS NOT NULL", "not_negative": "amount >= 0"},
+            quarantine=True,
+        )
+
+        @dp.append_flow(target="orders")
+        def from_web():
+            return spark.readStream.schema(SCHEMA).json(str(web))
+
+        @dp.append_flow(target="orders", name="from_shop")
+        def shop_flow():
+            return spark.readStream.schema(SCHEMA).json(str(shop))
+
+    pipeline.definitions = define
+    result = pipeline.run()
+    assert result.ok, result.output
+    kept = pipeline.spark.createDataFrame([(1, 10, "web"), (4, 7, "shop")], SCHEMA)
+    assert_df_equality(result.table("orders"), kept, ignore_row_order=True,
+                       ignore_nullable=True)
+    quarantined = {(r["id"], r["source"]): r["_failed_expectations"]
+                   for r in result.rows("orders_quarantine")}
+    assert quarantined == {
+        (None, "web"): ["valid_id"],
+        (3, "web"): ["not_negative"],
+        (5, "shop"): ["small", "not_negative"],
+    }
+    metrics = metrics_by_name(result, "orders")
+    assert metrics["valid_id"]["total_records"] == 5
+    assert metrics["small"]["failed_records"] == 2  # 10 and NULL
+    assert metrics["not_negative"]["failed_records"] == 2
+    assert metrics["valid_id"]["dropped_records"] == 3
+
+
+def test_streaming_table_over_two_updates_counts_each_record_once(make_pipeline):
+    pipeline = make_pipeline()
+    inbox = pipeline.path("inbox")
+
+    def define(spark):
+        @dp.table
+        @dp.quarantine()
+        @dp.expect("small", "amount < 100")
+        @dp.expect_or_drop("valid_id", "id IS NOT NULL")
+        def orders():
+            return spark.readStream.schema(SCHEMA).json(str(inbox))
+
+    pipeline.definitions = define
+    write_json(inbox, "1.json", [(1, 10, "a"), (None, 20, "a"), (3, 300, "a")])
+    first = pipeline.run()
+    assert first.ok, first.output
+    first_metrics = metrics_by_name(first, "orders")
+    assert first_metrics["valid_id"]["total_records"] == 3
+
+    write_json(inbox, "2.json", [(4, 40, "b"), (None, 500, "b")])
+    second = pipeline.run()
+    assert second.ok, second.output
+    kept = pipeline.spark.createDataFrame([(1, 10, "a"), (3, 300, "a"), (4, 40, "b")], SCHEMA)
+    assert_df_equality(second.table("orders"), kept, ignore_row_order=True,
+                       ignore_nullable=True)
+    assert second.table("orders_quarantine").count() == 2
+    metrics = metrics_by_name(second, "orders")
+    # Cumulative since the last full refresh: 5 records, each counted once.
+    assert metrics["valid_id"]["total_records"] == 5
+    assert metrics["valid_id"]["failed_records"] == 2
+    assert metrics["small"]["failed_records"] == 2
+    assert metrics["small"]["dropped_records"] == 2
+
+    third = pipeline.run()  # nothing new arrived
+    assert third.ok, third.output
+    assert metrics_by_name(third, "orders")["valid_id"]["total_records"] == 5
+    assert third.table("orders").count() == 3
+
+
+def test_full_refresh_counts_again_from_the_data_present(make_pipeline):
+    pipeline = make_pipeline()
+    inbox = pipeline.path("inbox")
+
+    def define(spark):
+        @dp.table
+        @dp.expect_or_drop("valid_id", "id IS NOT NULL")
+        def orders():
+            return spark.readStream.schema(SCHEMA).json(str(inbox))
+
+    pipeline.definitions = define
+    write_json(inbox, "1.json", [(1, 10, "a"), (None, 20, "a")])
+    assert pipeline.run().ok
+    write_json(inbox, "2.json", [(2, 10, "b")])
+    assert pipeline.run().ok
+    refreshed = pipeline.run(full_refresh_all=True)
+    assert refreshed.ok, refreshed.output
+    assert refreshed.table("orders").count() == 2
+    assert metrics_by_name(refreshed, "orders")["valid_id"]["total_records"] == 3
