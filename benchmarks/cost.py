@@ -440,7 +440,7 @@ class Bench:
             started = time.perf_counter()
             result = self._run(pipeline, dry)
             elapsed = time.perf_counter() - started
-            if self.stopped:
+            if result is None:
                 raise BenchmarkError(
                     f"{variant.label} did not finish in {self.run_timeout:.0f} s; the server "
                     "was stopped. Server log: " + " | ".join(self._log_lines(log_offset)[-5:]))
@@ -452,25 +452,28 @@ class Bench:
         return Measurement(variant.key, round_no, warmup, dry, pipeline.register_seconds,
                            elapsed, checks, self._log_lines(log_offset))
 
-    def _run(self, pipeline: Pipeline, dry: bool) -> RunResult:
-        """``pipeline.run()``, with a watchdog that stops the server when it hangs."""
-        watchdog = threading.Timer(self.run_timeout, self._stop_server)
-        watchdog.daemon = True
-        watchdog.start()
-        try:
-            return pipeline.run(dry=dry)
-        finally:
-            watchdog.cancel()
+    def _run(self, pipeline: Pipeline, dry: bool) -> Optional[RunResult]:
+        """``pipeline.run()``; None when it did not finish in time (the server is then stopped).
 
-    def _stop_server(self) -> None:
+        The run happens in a worker thread so that a hung server (say, a JVM
+        thrashing in garbage collection) cannot hang the benchmark.
+        """
+        outcome: list[RunResult] = []
+        worker = threading.Thread(target=lambda: outcome.append(pipeline.run(dry=dry)),
+                                  name="pipeline-run", daemon=True)
+        worker.start()
+        worker.join(self.run_timeout)
+        if outcome:
+            return outcome[0]
         self.stopped = True
         self.server.stop()
+        return None
 
     def _discard(self, pipeline: Pipeline) -> None:
         """Drop the pipeline's database and storage, and close its session."""
         if not self.stopped:
             self.control.sql(f"DROP DATABASE IF EXISTS `{pipeline.database}` CASCADE")
-        pipeline.spark.stop()
+            pipeline.spark.stop()
         shutil.rmtree(self.pipelines_root / pipeline.name, ignore_errors=True)
 
     def _log_lines(self, offset: int) -> list[str]:

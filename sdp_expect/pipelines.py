@@ -108,14 +108,14 @@ def _pending_of(func: Any, decorator: str, label: Optional[str]) -> _Pending:
     if pending is None:
         pending = _Pending()
         setattr(func, _PENDING_ATTR, pending)
-    return pending  # type: ignore[no-any-return]
+    return pending
 
 
 def _take_pending(func: Any) -> Optional[_Pending]:
     pending = getattr(func, _PENDING_ATTR, None)
     if pending is not None:
         delattr(func, _PENDING_ATTR)
-    return pending  # type: ignore[no-any-return]
+    return pending
 
 
 def _stacking(decorator: str, label: Optional[str], source: RuleSource) -> Decorator:
@@ -665,7 +665,7 @@ def append_flow(
 
     def outer(func: QueryFunction) -> None:
         state = graph_state()
-        flow_name = name or getattr(func, "__name__", "flow")
+        flow_name = str(name or getattr(func, "__name__", "flow"))
         if _take_pending(func) is not None:
             code = "SDPX-DEF-104" if target in state.sinks else "SDPX-DEF-103"
             raise SdpExpectError(code, f"expectations on append_flow {flow_name!r} into "
@@ -702,7 +702,9 @@ def create_sink(name: str, format: str, options: Optional[Dict[str, str]] = None
     graph_state().sinks.add(name)
 
 
-if hasattr(_sdp, "create_auto_cdc_flow"):  # Spark 4.2+
+_SDP_AUTO_CDC: Optional[Callable[..., None]] = getattr(_sdp, "create_auto_cdc_flow", None)
+
+if _SDP_AUTO_CDC is not None:  # Spark 4.2+
 
     def create_auto_cdc_flow(target: str, source: str, *args: Any, **kwargs: Any) -> None:
         """Create an Auto CDC flow, as ``pyspark.pipelines.create_auto_cdc_flow`` does.
@@ -721,7 +723,8 @@ if hasattr(_sdp, "create_auto_cdc_flow"):  # Spark 4.2+
         if target in state.table_rules:
             raise SdpExpectError("SDPX-DEF-108", dataset=target, location=_where(location))
         with located(location):
-            _sdp.create_auto_cdc_flow(target, source, *args, **kwargs)
+            assert _SDP_AUTO_CDC is not None
+            _SDP_AUTO_CDC(target, source, *args, **kwargs)
         state.flow_targets.add(target)
 
 

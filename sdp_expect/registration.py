@@ -65,7 +65,10 @@ class _LocatedRegistry(GraphElementRegistry):
         self.real.register_flow(self._stamp(flow))
 
     def register_auto_cdc_flow(self, flow: Any) -> None:  # Spark 4.2+
-        self.real.register_auto_cdc_flow(self._stamp(flow))
+        register = getattr(self.real, "register_auto_cdc_flow", None)
+        if register is None:
+            raise AttributeError("this Spark has no Auto CDC flows")
+        register(self._stamp(flow))
 
     def register_sql(self, sql_text: str, file_path: Any) -> None:
         self.real.register_sql(sql_text, file_path)

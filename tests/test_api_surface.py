@@ -57,3 +57,12 @@ def test_public_functions_are_typed_and_documented():
 
 def test_the_package_ships_py_typed():
     assert (Path(sdp_expect.__file__).parent / "py.typed").exists()
+
+
+def test_every_error_code_is_documented():
+    from sdp_expect.errors import ERROR_CATALOGUE
+
+    documented = (Path(__file__).resolve().parent.parent / "docs" / "errors.md").read_text()
+    for code, spec in ERROR_CATALOGUE.items():
+        assert f"| {code} |" in documented, code
+        assert spec.fix in documented, code

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pyspark
 import pytest
-
 from sdp_runner import copy_project
 
 REPO = Path(__file__).resolve().parent.parent

@@ -190,7 +190,8 @@ def test_streaming_table_keeps_batches_committed_before_a_failed_update(make_pip
     inbox.mkdir()
 
     def write(name, rows):
-        lines = [json.dumps(dict(zip(["id", "amount", "region", "note"], r))) for r in rows]
+        keys = ["id", "amount", "region", "note"]
+        lines = [json.dumps(dict(zip(keys, r, strict=True))) for r in rows]
         (inbox / name).write_text("\n".join(lines) + "\n")
 
     def define(spark):

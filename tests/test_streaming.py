@@ -14,7 +14,7 @@ COLUMNS = ["id", "amount", "source"]
 
 def write_json(folder, name, rows):
     folder.mkdir(parents=True, exist_ok=True)
-    lines = [json.dumps(dict(zip(COLUMNS, row))) for row in rows]
+    lines = [json.dumps(dict(zip(COLUMNS, row, strict=True))) for row in rows]
     (folder / name).write_text("\n".join(lines) + "\n")
 
 
