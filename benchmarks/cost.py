@@ -1,31 +1,36 @@
 """What sdp-expect costs at run time, next to no rules and to hand-written rules.
 
-Run from the repository root (with ``tests/`` importable, for the harness)::
+Run from the repository root::
 
-    PYTHONPATH=.:tests python benchmarks/cost.py [--rows 5000000] [--repeats 3]
-        [--warmup 1] [--out cost.json] [--part all|cost|many]
+    python benchmarks/cost.py [--rows 5000000] [--repeats 3] [--warmup 1]
+        [--out cost.json] [--part all|cost|many] [--conf KEY=VALUE ...]
 
-One local Spark Connect server is started (``tests/sdp_runner.py``), an
-orders table of ``--rows`` rows is generated in its warehouse with Spark, and
-three pipelines are run in turn, ``a b c a b c ...``, each time as a fresh
-pipeline (own database, own storage) so that everything is recomputed:
+(the script puts the repository and ``tests/`` on ``sys.path`` itself: it
+uses the test harness ``tests/sdp_runner.py``). ``--help`` lists every option.
 
-a. ``plain``: a materialized view ``silver`` reading the orders, no rules;
-b. ``hand``: the same 10 rules written by hand with ``pyspark.pipelines``: a
+Part ``cost``: one local Spark Connect server is started, an orders table of
+``--rows`` rows is generated in its warehouse with Spark, and three pipelines
+are run in turn, ``a b c a b c ...``, each time as a fresh pipeline (own
+database, own storage) so that everything is recomputed:
+
+a. plain: a materialized view ``silver`` reading the orders, no rules;
+b. hand-written: the same 10 rules in plain ``pyspark.pipelines``: a
    filtered ``silver``, ``silver_quarantine`` with ``NOT coalesce(rule,
-   false)`` and ``silver_dq_metrics`` with ``count_if`` per rule;
-c. ``sdpx``: sdp-expect with the same rules (4 warn, 6 drop), quarantine on
-   and metrics on.
+   false)`` and ``silver_dq_metrics`` with one ``count_if`` per rule;
+c. sdp-expect with the same rules (4 warn, 6 drop), quarantine on and
+   metrics on.
 
-Every run must succeed and its outputs must match counts computed directly
-from the source table; otherwise the script stops with the reason. It
-prints the median wall-clock time of ``Pipeline.run()`` (registration plus
+It prints the median wall-clock time of ``Pipeline.run()`` (registration plus
 update) and of the registration alone, and the ratios c/b (target: at most
 1.10) and c/a.
 
-The second part (``many``) runs sdp-expect on a ``--many-rows`` table with
-``--many-rules`` expectations and with one, and times registration, dry run
-and real run of each.
+Part ``many``: sdp-expect on a ``--many-rows`` table with ``--many-rules``
+expectations against the same with one; registration, dry run and real run.
+
+Every run must succeed and its outputs must match counts computed straight
+from the source table. A run that fails, hangs (``--run-timeout``) or
+produces wrong counts makes its part invalid: the reason is printed and
+recorded in the JSON, and the exit status is 1.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ import threading
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -72,7 +78,10 @@ LOG_PATTERN = re.compile(
     r"^\d\d/\d\d/\d\d \S+ (WARN|ERROR) |Found too long generated code"
     r"|Whole-stage codegen disabled|grows beyond 64 KB|StackOverflowError|OutOfMemoryError"
 )
-"""Server log lines worth reporting: warnings, errors, code-generation fallbacks."""
+"""Server log lines kept in the JSON: warnings, errors, code-generation fallbacks."""
+NOTABLE = re.compile(r"codegen|64 KB|too long|OutOfMemory|StackOverflow|large task binary",
+                     re.IGNORECASE)
+"""Of those, the ones also printed while the benchmark runs."""
 
 WARN_RULES = {
     "email_has_at": "email LIKE '%@%.%'",
@@ -467,6 +476,7 @@ class Bench:
             return outcome[0]
         self.stopped = True
         self.server.stop()
+        pipeline.spark.client.close()  # or its exit hook retries the dead server for minutes
         return None
 
     def _discard(self, pipeline: Pipeline) -> None:
@@ -485,9 +495,11 @@ class Bench:
 
     def close(self) -> None:
         """Stop the control session and the server."""
-        if not self.stopped:
-            self.control.stop()
-            self.server.stop()
+        if self.stopped:
+            self.control.client.close()
+            return
+        self.control.stop()
+        self.server.stop()
 
 
 def alternate(bench: Bench, variants: list[Variant], repeats: int, warmup: int,
@@ -500,13 +512,13 @@ def alternate(bench: Bench, variants: list[Variant], repeats: int, warmup: int,
             tag = "warm-up" if m.warmup else f"round {round_no - warmup + 1}"
             print(f"  {tag:>9}  {variant.label:<28} register {m.register_s:7.3f} s   "
                   f"{'dry run' if dry else 'run'} {m.run_s:8.3f} s", flush=True)
-            for line in m.log_lines[:3]:
+            for line in [line for line in m.log_lines if NOTABLE.search(line)][:3]:
                 print(f"             server log: {line}", flush=True)
             measurements.append(m)
     return measurements
 
 
-def medians(measurements: list[Measurement], key: str) -> dict[str, float]:
+def medians(measurements: list[Measurement], key: str) -> dict[str, Any]:
     """Median run and registration seconds of the counted runs of variant ``key``."""
     counted = [m for m in measurements if m.variant == key and not m.warmup]
     return {
@@ -529,10 +541,10 @@ def cost_part(bench: Bench, args: argparse.Namespace) -> dict[str, Any]:
           f"rule: {ref.failed}", flush=True)
     variants = [
         Variant("a", "a plain (no rules)", plain_definitions(table),
-                lambda r: check_plain(r, ref)),
+                partial(check_plain, ref=ref)),
         Variant("b", "b hand-written SDP", hand_definitions(table, STANDARD_RULES),
-                lambda r: check_hand(r, ref)),
-        Variant("c", "c sdp-expect", sdpx_definitions(table), lambda r: check_sdpx(r, ref)),
+                partial(check_hand, ref=ref)),
+        Variant("c", "c sdp-expect", sdpx_definitions(table), partial(check_sdpx, ref=ref)),
     ]
     measurements = alternate(bench, variants, args.repeats, args.warmup)
     summary = {v.key: medians(measurements, v.key) for v in variants}
@@ -578,11 +590,6 @@ def many_rules(count: int, drop_every: int = 5) -> list[Rule]:
     ]
 
 
-def check_many(result: RunResult, ref: Reference) -> dict[str, Any]:
-    """A many-rules run: conservation and per-rule counts (same checks as variant c)."""
-    return check_sdpx(result, ref)
-
-
 def many_part(bench: Bench, args: argparse.Namespace) -> dict[str, Any]:
     """One rule against ``--many-rules`` rules: registration, dry run and real run."""
     table = f"{DATA_DATABASE}.orders_many"
@@ -594,7 +601,7 @@ def many_part(bench: Bench, args: argparse.Namespace) -> dict[str, Any]:
         ref = reference_counts(bench.control, table, rules)
         variants.append(Variant(str(count), f"sdp-expect, {count} rule(s)",
                                 sdpx_rule_list_definitions(table, rules),
-                                lambda r, ref=ref: check_many(r, ref)))
+                                partial(check_sdpx, ref=ref)))
     print("dry runs:", flush=True)
     dry = alternate(bench, variants, args.many_repeats, 0, dry=True)
     print("real runs:", flush=True)
@@ -643,9 +650,11 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser.add_argument("--rows", type=int, default=5_000_000, help="orders for a/b/c")
     parser.add_argument("--repeats", type=int, default=3, help="counted runs per variant")
     parser.add_argument("--warmup", type=int, default=1, help="uncounted rounds first")
-    parser.add_argument("--many-rows", type=int, default=100_000)
-    parser.add_argument("--many-rules", type=int, default=500)
-    parser.add_argument("--many-repeats", type=int, default=3)
+    parser.add_argument("--many-rows", type=int, default=100_000, help="orders for part many")
+    parser.add_argument("--many-rules", type=int, default=500,
+                        help="expectations of the big pipeline in part many")
+    parser.add_argument("--many-repeats", type=int, default=3,
+                        help="runs per pipeline and kind (dry, real) in part many")
     parser.add_argument("--many-drop-every", type=int, default=5,
                         help="every n-th of the many rules drops, the others warn")
     parser.add_argument("--part", choices=("all", "cost", "many"), default="all")

@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from functools import reduce
-from typing import Optional
+from typing import Callable, Optional
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -120,12 +119,28 @@ def plan_companions(
     return CompanionPlan(quarantine=quarantine, record_log=record_log, metrics=metrics)
 
 
+def _balanced(columns: list[Column], combine: Callable[[Column, Column], Column],
+              empty: bool) -> Column:
+    """Combine columns as a balanced tree: depth log2(n), not n.
+
+    A chain of hundreds of ANDs would exceed the nesting depth a Spark Connect
+    plan may have (about 100); a balanced tree of 10,000 rules is 14 deep.
+    """
+    if not columns:
+        return F.lit(empty)
+    level = list(columns)
+    while len(level) > 1:
+        pairs = [combine(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
+        level = pairs + ([level[-1]] if len(level) % 2 else [])
+    return level[0]
+
+
 def _all(columns: list[Column]) -> Column:
-    return reduce(lambda a, b: a & b, columns) if columns else F.lit(True)
+    return _balanced(columns, lambda a, b: a & b, True)
 
 
 def _any(columns: list[Column]) -> Column:
-    return reduce(lambda a, b: a | b, columns) if columns else F.lit(False)
+    return _balanced(columns, lambda a, b: a | b, False)
 
 
 class RuleLogic:
@@ -251,31 +266,27 @@ class RuleLogic:
         return self._metrics_rows(counts)
 
     def _metrics_rows(self, counts: DataFrame) -> DataFrame:
-        """One row per expectation from a one-row ``(total, dropped, failed[])`` frame."""
-        described = counts.sparkSession.range(1).select(
-            F.inline(
-                F.array(
-                    *[
-                        F.struct(
-                            F.lit(index).alias("idx"),
-                            F.lit(e.name).alias("expectation"),
-                            F.lit(e.action.value).alias("action"),
-                            F.lit(e.constraint).alias("constraint"),
-                        )
-                        for index, e in enumerate(self.rules.expectations)
-                    ]
+        """One row per expectation from a one-row ``(total, dropped, failed[])`` frame.
+
+        The rows are generated from the counts' row itself (``inline`` of one
+        struct per rule) rather than joined with a table of rules: a join lets
+        Catalyst's constraint propagation grow with the square of the rules.
+        """
+        total = F.col("total").cast("bigint")
+        dropped = F.col("dropped").cast("bigint")
+        rows = []
+        for index, expectation in enumerate(self.rules.expectations):
+            failed = F.col("failed")[index].cast("bigint")
+            rows.append(
+                F.struct(
+                    F.lit(self.rules.dataset).alias("dataset"),
+                    F.lit(expectation.name).alias("expectation"),
+                    F.lit(expectation.action.value).alias("action"),
+                    F.lit(expectation.constraint).alias("constraint"),
+                    (total - failed).alias("passed_records"),
+                    failed.alias("failed_records"),
+                    total.alias("total_records"),
+                    dropped.alias("dropped_records"),
                 )
             )
-        )
-        failed = F.col("failed")[F.col("idx")].cast("bigint")
-        total = F.col("total").cast("bigint")
-        return described.crossJoin(counts).select(
-            F.lit(self.rules.dataset).alias("dataset"),
-            F.col("expectation"),
-            F.col("action"),
-            F.col("constraint"),
-            (total - failed).alias("passed_records"),
-            failed.alias("failed_records"),
-            total.alias("total_records"),
-            F.col("dropped").cast("bigint").alias("dropped_records"),
-        )
+        return counts.select(F.inline(F.array(*rows)))

@@ -170,19 +170,19 @@ def evaluate_query(func: Callable[[], DataFrame], flow_name: str) -> DataFrame:
 
 def _walk_messages(message: Any) -> Iterator[Any]:
     """Every protobuf message inside ``message``, iteratively (plans can be deep)."""
+    from google.protobuf.message import Message
+
     stack = [message]
     while stack:
         current = stack.pop()
         yield current
-        for descriptor, value in current.ListFields():
-            if descriptor.message_type is None:
-                continue
-            if descriptor.label == descriptor.LABEL_REPEATED:
-                if descriptor.message_type.GetOptions().map_entry:
-                    continue
-                stack.extend(value)
-            else:
+        for _, value in current.ListFields():
+            if isinstance(value, Message):
                 stack.append(value)
+            elif hasattr(value, "values") and callable(value.values):  # a map field
+                stack.extend(v for v in value.values() if isinstance(v, Message))
+            elif not isinstance(value, (str, bytes)) and hasattr(value, "__iter__"):
+                stack.extend(v for v in value if isinstance(v, Message))
 
 
 def is_streaming(query: DataFrame) -> bool:
