@@ -26,13 +26,19 @@ HIVE = ["--conf", "spark.sql.catalogImplementation=hive"]
 pytestmark = pytest.mark.cli
 
 
+def user_env() -> dict[str, str]:
+    """The environment a user's shell would have (not the test server's client state)."""
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    for key in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE",
+                "SPARK_CONNECT_AUTHENTICATE_TOKEN"):
+        env.pop(key, None)
+    return env
+
+
 def spark_pipelines(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     command = shutil.which("spark-pipelines", path=os.path.dirname(sys.executable))
     assert command, "spark-pipelines is not installed next to this Python"
-    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
-    env.pop("SPARK_CONNECT_MODE_ENABLED", None)
-    env.pop("SPARK_REMOTE", None)
-    return subprocess.run([command, *args], cwd=project, env=env, capture_output=True,
+    return subprocess.run([command, *args], cwd=project, env=user_env(), capture_output=True,
                           text=True, timeout=600, check=False)
 
 
@@ -67,8 +73,8 @@ def test_example_runs_twice_and_shows_its_tables(example: Path) -> None:
     second = spark_pipelines(example, *HIVE, "run")
     assert second.returncode == 0, second.stdout + second.stderr
     shown = subprocess.run([sys.executable, str(REPO / "scripts" / "show_tables.py"), "."],
-                           cwd=example, capture_output=True, text=True, timeout=300,
-                           check=False)
+                           cwd=example, env=user_env(), capture_output=True, text=True,
+                           timeout=300, check=False)
     assert shown.returncode == 0, shown.stdout + shown.stderr
     for table, rows in [("orders_bronze", 10), ("orders_silver", 6),
                         ("orders_silver_quarantine", 4), ("orders_silver_dq_metrics", 3),
