@@ -1,0 +1,144 @@
+"""Quarantine, metrics, rule files and many rules on real runs (contract sections 5 and 6)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from chispa import assert_df_equality
+
+from sdp_expect import pipelines as dp
+
+SCHEMA = "id INT, amount INT"
+ROWS = [(1, 5), (None, 7), (3, -2), (4, 500), (5, None)]
+RULES = Path(__file__).resolve().parent / "fixtures" / "pipeline_rules" / "orders.yml"
+
+
+def test_rule_file_gives_the_same_tables_as_the_same_rules_as_decorators(make_pipeline):
+    def define(spark):
+        @dp.materialized_view
+        @dp.quarantine()
+        @dp.expect_from_file(str(RULES))
+        def from_file():
+            return spark.read.table("src")
+
+        @dp.materialized_view
+        @dp.quarantine()
+        @dp.expect_or_drop("valid_id", "id IS NOT NULL")
+        @dp.expect("small", "amount < 100")
+        @dp.expect_or_drop("not_negative", "amount >= 0")
+        def from_decorators():
+            return spark.read.table("src")
+
+    pipeline = make_pipeline(define)
+    pipeline.create_table("src", ROWS, SCHEMA)
+    result = pipeline.run()
+    assert result.ok, result.output
+    for suffix in ("", "_quarantine"):
+        assert_df_equality(result.table(f"from_file{suffix}"),
+                           result.table(f"from_decorators{suffix}"), ignore_row_order=True)
+    metrics = result.table("from_file_dq_metrics").drop("dataset")
+    expected = result.table("from_decorators_dq_metrics").drop("dataset")
+    assert_df_equality(metrics, expected, ignore_row_order=True)
+
+
+def test_rule_names_are_data_not_code(make_pipeline):
+    names = ["it's \"quoted\"", "with `backticks`", "ünïcödé ✓", "SELECT * FROM x; --",
+             "a, b"]
+
+    def define(spark):
+        @dp.materialized_view
+        @dp.quarantine()
+        @dp.expect_all({names[0]: "amount < 100", names[1]: "amount <> 7"})
+        @dp.expect_all_or_drop({names[2]: "id IS NOT NULL", names[3]: "amount >= 0"})
+        def checked():
+            return spark.read.table("src")
+
+        @dp.materialized_view
+        @dp.expect_or_fail(names[4], "amount IS NOT NULL")
+        def failing():
+            return spark.read.table("src")
+
+    pipeline = make_pipeline(define)
+    pipeline.create_table("src", ROWS, SCHEMA)
+    result = pipeline.run()
+    assert not result.ok
+    assert "Violated expectations: 'a, b'" in result.output
+    metrics = {r["expectation"] for r in result.rows("checked_dq_metrics")}
+    assert metrics == set(names[:4])
+    quarantine = {r["id"]: r["_failed_expectations"] for r in result.rows("checked_quarantine")}
+    assert quarantine[None] == [names[1], names[2]]
+    assert quarantine[3] == [names[3]]
+    assert quarantine[5] == [names[0], names[1], names[3]]
+
+
+def test_metrics_opt_out_per_dataset_and_per_pipeline(make_pipeline):
+    def define(spark):
+        @dp.materialized_view
+        @dp.metrics(False)
+        @dp.expect_or_drop("valid_id", "id IS NOT NULL")
+        def without():
+            return spark.read.table("src")
+
+        @dp.materialized_view
+        @dp.expect_or_drop("valid_id", "id IS NOT NULL")
+        def with_metrics():
+            return spark.read.table("src")
+
+    pipeline = make_pipeline(define)
+    pipeline.create_table("src", ROWS, SCHEMA)
+    result = pipeline.run()
+    assert result.ok, result.output
+    assert "without_dq_metrics" not in result.outputs
+    assert result.outputs["with_metrics_dq_metrics"] == "MaterializedView"
+
+    pipeline_off = make_pipeline(define, conf={"sdp_expect.metrics": "false"})
+    pipeline_off.create_table("src", ROWS, SCHEMA)
+    off = pipeline_off.run(dry=True)
+    assert off.ok, off.output
+    assert not [name for name in off.outputs if name.endswith("_dq_metrics")]
+
+
+def test_metrics_table_has_the_contract_columns_and_types(make_pipeline):
+    def define(spark):
+        @dp.materialized_view
+        @dp.expect_or_drop("valid_id", "id IS NOT NULL")
+        def checked():
+            return spark.read.table("src")
+
+    pipeline = make_pipeline(define)
+    pipeline.create_table("src", ROWS, SCHEMA)
+    result = pipeline.run()
+    assert result.ok, result.output
+    schema = [(f.name, f.dataType.simpleString()) for f in result.table("checked_dq_metrics")
+              .schema.fields]
+    assert schema == [("dataset", "string"), ("expectation", "string"), ("action", "string"),
+                      ("constraint", "string"), ("passed_records", "bigint"),
+                      ("failed_records", "bigint"), ("total_records", "bigint"),
+                      ("dropped_records", "bigint")]
+
+
+def test_five_hundred_expectations_register_run_and_count_right(make_pipeline):
+    rules = {f"above_{k}": f"coalesce(amount, 0) > {k - 250}" for k in range(480)}
+    drops = {f"id_not_{k}": f"coalesce(id, 0) <> {1000 + k}" for k in range(20)}
+
+    def define(spark):
+        @dp.materialized_view
+        @dp.quarantine()
+        @dp.expect_all(rules)
+        @dp.expect_all_or_drop(drops)
+        @dp.expect_or_fail("known_or_null", "amount IS NULL OR amount > -1000")
+        def many():
+            return spark.read.table("src")
+
+    pipeline = make_pipeline(define)
+    pipeline.create_table("src", ROWS, SCHEMA)
+    result = pipeline.run()
+    assert result.ok, result.output
+    metrics = {r["expectation"]: r for r in result.rows("many_dq_metrics")}
+    assert len(metrics) == 501
+    amounts = [a if a is not None else 0 for _, a in ROWS]
+    for k in (0, 247, 249, 250, 479):
+        expected_failed = sum(1 for a in amounts if not a > k - 250)
+        assert metrics[f"above_{k}"]["failed_records"] == expected_failed, k
+    assert result.table("many").count() == 5
+    assert result.table("many_quarantine").count() == 0
