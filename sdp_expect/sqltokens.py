@@ -8,7 +8,7 @@ SQL. It does not decide whether the text is a valid statement or expression.
 Lexical rules followed (as in Spark 4.x):
 
 - ``'...'`` and ``"..."`` are string literals. A backslash escapes the next
-  character (``\\n``, ``\\t``, ``\\uXXXX``, octal ``\\101``...; ``\\%`` and
+  character (``\\n``, ``\\t``, ``\\u00e9``, octal ``\\101``...; ``\\%`` and
   ``\\_`` keep their backslash) and a doubled quote (``''`` inside ``'...'``)
   stands for one quote. ``r'...'`` / ``R"..."`` are raw strings: no escapes.
 - `` `...` `` is a quoted identifier; two backticks inside it stand for one.
