@@ -2,7 +2,8 @@
 
 Every front end (Python decorators, Databricks SQL, rule files) hands this
 module a :class:`~sdp_expect.model.DatasetRules`; it returns Spark
-``Column`` expressions and ``DataFrame`` transformations. Nothing here runs a
+the same logic as Spark SQL text and as ``DataFrame`` transformations built
+from that text. Nothing here runs a
 Spark action or asks Spark to analyse a plan: the functions only build plans.
 
 The meaning of a rule, in one place:
@@ -22,9 +23,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from sdp_expect.errors import SdpExpectError
@@ -39,6 +40,7 @@ __all__ = [
     "DatasetKind",
     "RuleLogic",
     "plan_companions",
+    "sql_string",
 ]
 
 FAILED_EXPECTATIONS_COLUMN = "_failed_expectations"
@@ -119,32 +121,55 @@ def plan_companions(
     return CompanionPlan(quarantine=quarantine, record_log=record_log, metrics=metrics)
 
 
-def _balanced(columns: list[Column], combine: Callable[[Column, Column], Column],
-              empty: bool) -> Column:
-    """Combine columns as a balanced tree: depth log2(n), not n.
+def sql_string(text: str) -> str:
+    """``text`` as a Spark SQL string literal: quotes and backslashes escaped.
 
-    A chain of hundreds of ANDs would exceed the nesting depth a Spark Connect
-    plan may have (about 100); a balanced tree of 10,000 rules is 14 deep.
+    Rule names and constraints reach generated SQL only through this function,
+    so a name such as ``it's; --`` stays data and cannot change the query.
     """
-    if not columns:
-        return F.lit(empty)
-    level = list(columns)
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _balanced(terms: list[str], operator: str, empty: str) -> str:
+    """Combine boolean SQL terms as a balanced tree: depth log2(n), not n.
+
+    A chain of hundreds of ANDs nests as deep as it is long, deeper than Spark
+    parses or plans comfortably; a balanced tree of 10,000 rules is 14 deep.
+    """
+    if not terms:
+        return empty
+    level = list(terms)
     while len(level) > 1:
-        pairs = [combine(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
+        pairs = [f"({level[i]} {operator} {level[i + 1]})" for i in range(0, len(level) - 1, 2)]
         level = pairs + ([level[-1]] if len(level) % 2 else [])
     return level[0]
 
 
-def _all(columns: list[Column]) -> Column:
-    return _balanced(columns, lambda a, b: a & b, True)
+def _all(terms: list[str]) -> str:
+    return _balanced(terms, "AND", "true")
 
 
-def _any(columns: list[Column]) -> Column:
-    return _balanced(columns, lambda a, b: a | b, False)
+def _any(terms: list[str]) -> str:
+    return _balanced(terms, "OR", "false")
+
+
+def _embedded(constraint: str) -> str:
+    """A constraint inside generated SQL, parenthesised.
+
+    Constraints reach here checked (balanced parentheses, no unterminated
+    string or comment, no ``;``); a trailing ``--`` comment is ended by a line
+    break so that it cannot swallow what follows.
+    """
+    return f"({constraint}\n)" if "--" in constraint else f"({constraint})"
 
 
 class RuleLogic:
     """The Spark logic of one dataset's expectations.
+
+    Every piece is built once, as Spark SQL text; the DataFrame methods apply
+    that text with ``expr``/``where``/``selectExpr`` (Python front end) and the
+    ``*_select`` methods wrap it in ``SELECT`` statements (SQL translation).
+    Both therefore run exactly the same expressions.
 
     :param rules: The dataset's expectations, in declaration order.
     :param options: The pipeline-wide settings (the NULL policy).
@@ -154,39 +179,39 @@ class RuleLogic:
         self.rules = rules
         self.options = options
 
-    # -- per-record expressions -------------------------------------------------
-    def passes(self, expectation: Expectation) -> Column:
+    # -- per-record expressions (SQL text) ---------------------------------------------
+    def passes(self, expectation: Expectation) -> str:
         """TRUE when the record passes ``expectation``, never NULL."""
-        return F.coalesce(F.expr(expectation.constraint), F.lit(self.options.null_passes))
+        null_result = "true" if self.options.null_passes else "false"
+        return f"coalesce({_embedded(expectation.constraint)}, {null_result})"
 
-    def violates(self, expectation: Expectation) -> Column:
+    def violates(self, expectation: Expectation) -> str:
         """TRUE when the record violates ``expectation``, never NULL."""
-        return ~self.passes(expectation)
+        return f"NOT {self.passes(expectation)}"
 
-    def kept(self) -> Column:
+    def kept(self) -> str:
         """TRUE when the record passes every drop rule."""
         return _all([self.passes(e) for e in self.rules.of(Action.DROP)])
 
-    def violation_error(self) -> Column:
+    def violation_error(self) -> str:
         """``raise_error`` with the ``[EXPECTATION_VIOLATION]`` line for this record."""
-        names = F.concat_ws(
-            ", ",
-            *[F.when(self.violates(e), F.lit(e.name)) for e in self.rules.of(Action.FAIL)],
+        names = ", ".join(
+            f"CASE WHEN {self.violates(e)} THEN {sql_string(e.name)} END"
+            for e in self.rules.of(Action.FAIL)
         )
-        record = F.to_json(F.expr("struct(*)"), {"ignoreNullFields": "false"})
-        message = F.concat(
-            F.lit(
-                f"[EXPECTATION_VIOLATION] Flow '{self.rules.dataset}' failed to meet the "
-                "expectation. Violated expectations: '"
-            ),
-            names,
-            F.lit("'. Output record: '"),
-            record,
-            F.lit("'."),
+        prefix = (
+            f"[EXPECTATION_VIOLATION] Flow '{self.rules.dataset}' failed to meet the "
+            "expectation. Violated expectations: '"
         )
-        return F.raise_error(message)
+        record = "to_json(struct(*), map('ignoreNullFields', 'false'))"
+        middle = sql_string("'. Output record: '")
+        end = sql_string("'.")
+        return (
+            f"raise_error(concat({sql_string(prefix)}, concat_ws(', ', {names}), "
+            f"{middle}, {record}, {end}))"
+        )
 
-    def guarded(self, value: Column) -> Column:
+    def guarded(self, value: str) -> str:
         """``value``, or the violation error for a record that violates a fail rule.
 
         Evaluating the fail check and ``value`` in one CASE is what keeps the
@@ -195,21 +220,21 @@ class RuleLogic:
         fail_rules = self.rules.of(Action.FAIL)
         if not fail_rules:
             return value
-        return F.when(_any([self.violates(e) for e in fail_rules]), self.violation_error()) \
-            .otherwise(value)
+        violated = _any([self.violates(e) for e in fail_rules])
+        return f"CASE WHEN {violated} THEN {self.violation_error()} ELSE {value} END"
 
-    def failed_names(self) -> Column:
+    def failed_names(self) -> str:
         """ARRAY<STRING>: names of the warn and drop rules the record violated, in order."""
         named = [
-            F.when(self.violates(e), F.lit(e.name))
+            f"CASE WHEN {self.violates(e)} THEN {sql_string(e.name)} END"
             for e in self.rules.expectations
             if e.action is not Action.FAIL
         ]
         if not named:
-            return F.array().cast("array<string>")
-        return F.filter(F.array(*named), lambda name: name.isNotNull())
+            return "CAST(array() AS ARRAY<STRING>)"
+        return f"filter(array({', '.join(named)}), _sdpx_name -> _sdpx_name IS NOT NULL)"
 
-    # -- datasets -----------------------------------------------------------------
+    # -- what each dataset keeps (SQL text) ---------------------------------------------
     def has_fail_rules(self) -> bool:
         """True when a violation fails the flow."""
         return bool(self.rules.of(Action.FAIL))
@@ -223,70 +248,113 @@ class RuleLogic:
         conf.update(user_conf or {})
         return conf
 
-    def target(self, query: DataFrame) -> DataFrame:
-        """The records written to the dataset: the kept ones; fail rules checked."""
+    def target_condition(self) -> Optional[str]:
+        """The target's filter, or None when every record is written unchecked."""
         if not self.rules.of(Action.DROP) and not self.has_fail_rules():
-            return query
-        return query.where(self.guarded(self.kept()))
+            return None
+        return self.guarded(self.kept())
 
-    def quarantine(self, query: DataFrame) -> DataFrame:
-        """The dropped records with ``_failed_expectations``; fail rules checked."""
-        dropped = query.where(self.guarded(~self.kept()))
-        return dropped.withColumn(FAILED_EXPECTATIONS_COLUMN, self.failed_names())
+    def quarantine_condition(self) -> str:
+        """The quarantine's filter: dropped records; fail rules checked."""
+        return self.guarded(f"NOT {self.kept()}")
 
-    def record_log(self, query: DataFrame) -> DataFrame:
-        """Per record: dropped or not, and the names of the rules it violated."""
-        return query.select(
-            self.guarded(~self.kept()).alias(DROPPED_FLAG_COLUMN),
-            self.failed_names().alias(FAILED_EXPECTATIONS_COLUMN),
-        )
+    def record_log_columns(self) -> list[str]:
+        """A streaming table's record log: dropped or not, and the rules violated."""
+        return [
+            f"{self.guarded(f'NOT {self.kept()}')} AS {DROPPED_FLAG_COLUMN}",
+            f"{self.failed_names()} AS {FAILED_EXPECTATIONS_COLUMN}",
+        ]
 
-    def metrics_from_query(self, query: DataFrame) -> DataFrame:
-        """``<dataset>_dq_metrics`` of one update, counted from the query's records."""
-        checked = query.where(self.guarded(F.lit(True))) if self.has_fail_rules() else query
-        counts = checked.agg(
-            F.count(F.lit(1)).alias("total"),
-            F.count_if(~self.kept()).alias("dropped"),
-            F.array(*[F.count_if(self.violates(e)) for e in self.rules.expectations]).alias(
-                "failed"
-            ),
-        )
-        return self._metrics_rows(counts)
+    def _counts_from_query(self) -> list[str]:
+        return [
+            "count(1) AS total",
+            f"count_if(NOT {self.kept()}) AS dropped",
+            "array(" + ", ".join(f"count_if({self.violates(e)})"
+                                 for e in self.rules.expectations) + ") AS failed",
+        ]
 
-    def metrics_from_record_log(self, log: DataFrame) -> DataFrame:
-        """``<dataset>_dq_metrics`` of a streaming table, counted from its record log."""
-        failed = F.col(FAILED_EXPECTATIONS_COLUMN)
-        counts = log.agg(
-            F.count(F.lit(1)).alias("total"),
-            F.count_if(F.col(DROPPED_FLAG_COLUMN)).alias("dropped"),
-            F.array(
-                *[F.count_if(F.array_contains(failed, e.name)) for e in self.rules.expectations]
-            ).alias("failed"),
-        )
-        return self._metrics_rows(counts)
+    def _counts_from_record_log(self) -> list[str]:
+        return [
+            "count(1) AS total",
+            f"count_if({DROPPED_FLAG_COLUMN}) AS dropped",
+            "array(" + ", ".join(
+                f"count_if(array_contains({FAILED_EXPECTATIONS_COLUMN}, {sql_string(e.name)}))"
+                for e in self.rules.expectations) + ") AS failed",
+        ]
 
-    def _metrics_rows(self, counts: DataFrame) -> DataFrame:
-        """One row per expectation from a one-row ``(total, dropped, failed[])`` frame.
+    def _metrics_rows(self) -> str:
+        """One row per expectation from the one-row ``(total, dropped, failed[])`` counts.
 
         The rows are generated from the counts' row itself (``inline`` of one
         struct per rule) rather than joined with a table of rules: a join lets
         Catalyst's constraint propagation grow with the square of the rules.
         """
-        total = F.col("total").cast("bigint")
-        dropped = F.col("dropped").cast("bigint")
         rows = []
-        for index, expectation in enumerate(self.rules.expectations):
-            failed = F.col("failed")[index].cast("bigint")
+        for index, e in enumerate(self.rules.expectations):
+            failed = f"CAST(failed[{index}] AS BIGINT)"
             rows.append(
-                F.struct(
-                    F.lit(self.rules.dataset).alias("dataset"),
-                    F.lit(expectation.name).alias("expectation"),
-                    F.lit(expectation.action.value).alias("action"),
-                    F.lit(expectation.constraint).alias("constraint"),
-                    (total - failed).alias("passed_records"),
-                    failed.alias("failed_records"),
-                    total.alias("total_records"),
-                    dropped.alias("dropped_records"),
-                )
+                f"named_struct('dataset', {sql_string(self.rules.dataset)}, "
+                f"'expectation', {sql_string(e.name)}, "
+                f"'action', {sql_string(e.action.value)}, "
+                f"'constraint', {sql_string(e.constraint)}, "
+                f"'passed_records', CAST(total AS BIGINT) - {failed}, "
+                f"'failed_records', {failed}, "
+                f"'total_records', CAST(total AS BIGINT), "
+                f"'dropped_records', CAST(dropped AS BIGINT))"
             )
-        return counts.select(F.inline(F.array(*rows)))
+        return f"inline(array({', '.join(rows)}))"
+
+    # -- DataFrames (Python front end) -------------------------------------------------
+    def target(self, query: DataFrame) -> DataFrame:
+        """The records written to the dataset: the kept ones; fail rules checked."""
+        condition = self.target_condition()
+        return query if condition is None else query.where(F.expr(condition))
+
+    def quarantine(self, query: DataFrame) -> DataFrame:
+        """The dropped records with ``_failed_expectations``; fail rules checked."""
+        dropped = query.where(F.expr(self.quarantine_condition()))
+        # A projection, not withColumn: Spark Connect analyses the input of withColumn
+        # while planning it, which binds a pipeline dataset to the catalog table of the
+        # previous update instead of to the graph (the flow then stops waiting for it).
+        return dropped.selectExpr("*", f"{self.failed_names()} AS {FAILED_EXPECTATIONS_COLUMN}")
+
+    def record_log(self, query: DataFrame) -> DataFrame:
+        """Per record: dropped or not, and the names of the rules it violated."""
+        return query.selectExpr(*self.record_log_columns())
+
+    def metrics_from_query(self, query: DataFrame) -> DataFrame:
+        """``<dataset>_dq_metrics`` of one update, counted from the query's records."""
+        checked = query.where(F.expr(self.guarded("true"))) if self.has_fail_rules() else query
+        return checked.selectExpr(*self._counts_from_query()).selectExpr(self._metrics_rows())
+
+    def metrics_from_record_log(self, log: DataFrame) -> DataFrame:
+        """``<dataset>_dq_metrics`` of a streaming table, counted from its record log."""
+        return log.selectExpr(*self._counts_from_record_log()).selectExpr(self._metrics_rows())
+
+    # -- SELECT statements (SQL translation) -------------------------------------------
+    def target_select(self, source: str) -> str:
+        """``SELECT`` of the target's records from the relation ``source``."""
+        condition = self.target_condition()
+        where = "" if condition is None else f"\nWHERE {condition}"
+        return f"SELECT * FROM {source}{where}"
+
+    def quarantine_select(self, source: str) -> str:
+        """``SELECT`` of the quarantine's records from the relation ``source``."""
+        return (f"SELECT *, {self.failed_names()} AS {FAILED_EXPECTATIONS_COLUMN}\n"
+                f"FROM {source}\nWHERE {self.quarantine_condition()}")
+
+    def record_log_select(self, source: str) -> str:
+        """``SELECT`` of a streaming table's record log from the relation ``source``."""
+        return f"SELECT {', '.join(self.record_log_columns())}\nFROM {source}"
+
+    def metrics_select_from_query(self, source: str) -> str:
+        """``SELECT`` of a materialized view's metrics from the relation ``source``."""
+        where = f"\nWHERE {self.guarded('true')}" if self.has_fail_rules() else ""
+        counts = ", ".join(self._counts_from_query())
+        return (f"SELECT {self._metrics_rows()}\n"
+                f"FROM (SELECT {counts}\nFROM {source}{where}) AS _sdpx_counts")
+
+    def metrics_select_from_record_log(self, log: str) -> str:
+        """``SELECT`` of a streaming table's metrics from its record log ``log``."""
+        counts = ", ".join(self._counts_from_record_log())
+        return f"SELECT {self._metrics_rows()}\nFROM (SELECT {counts}\nFROM {log}) AS _sdpx_counts"

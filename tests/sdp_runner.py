@@ -51,6 +51,7 @@ class SparkServer:
         self.workdir = workdir
         self.port = free_port()
         self.log_path = workdir / "spark-connect-server.log"
+        self._sessions: list[SparkSession] = []
         spark_home = _find_spark_home()
         command = [
             os.path.join(spark_home, "bin", "spark-submit"),
@@ -91,12 +92,24 @@ class SparkServer:
         raise RuntimeError(f"Spark server did not start in {timeout} s; see {self.log_path}")
 
     def session(self) -> SparkSession:
+        """A new client session. It stays referenced until the server stops.
+
+        A Spark Connect session closes itself in ``__del__``, and that close shuts down
+        a thread pool shared by all sessions. Garbage collection can run it in the
+        middle of another session's gRPC call on the same thread, which then waits for
+        itself forever. Keeping every session alive avoids that deadlock.
+        """
         # What SparkSession.builder.remote(...) sets: pyspark.sql.functions then build
         # Spark Connect columns, as they do under spark-pipelines.
         os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
-        return SparkSession.builder.remote(self.url).create()
+        session = SparkSession.builder.remote(self.url).create()
+        self._sessions.append(session)
+        return session
 
     def stop(self) -> None:
+        for session in self._sessions:
+            with contextlib.suppress(Exception):
+                session.stop()
         self.process.terminate()
         try:
             self.process.wait(30)

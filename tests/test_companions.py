@@ -142,3 +142,38 @@ def test_five_hundred_expectations_register_run_and_count_right(make_pipeline):
         assert metrics[f"above_{k}"]["failed_records"] == expected_failed, k
     assert result.table("many").count() == 5
     assert result.table("many_quarantine").count() == 0
+
+
+def test_quarantine_of_a_dataset_over_a_pipeline_dataset_is_right_on_every_update(make_pipeline):
+    """A second update must not read the previous update's table (recreated meanwhile).
+
+    Regression: built with ``withColumn``, the quarantine's input was analysed while
+    the flow was planned, so on a rerun it bound to the catalog's ``bronze`` of the
+    last update, did not wait for the new one, and read it while it was recreated.
+    """
+
+    def define(spark):
+        @dp.materialized_view
+        def bronze():
+            return spark.read.table("src")
+
+        @dp.materialized_view
+        @dp.quarantine()
+        @dp.expect_or_drop("valid_id", "id IS NOT NULL")
+        @dp.expect_or_drop("not_negative", "amount >= 0")
+        def silver():
+            return spark.read.table("bronze")
+
+    pipeline = make_pipeline(define)
+    pipeline.create_table("src", ROWS, SCHEMA)
+    for update in range(2):
+        result = pipeline.run()
+        assert result.ok, result.output
+        quarantined = {row.id for row in result.table("silver_quarantine").collect()}
+        assert quarantined == {None, 3, 5}, f"update {update + 1}: {quarantined}"
+        quarantine_planned = result.flow_events("silver_quarantine")
+        bronze_done = [e for e in result.flow_events("bronze") if "COMPLETED" in e]
+        assert bronze_done, result.output
+        planning = next(e for e in quarantine_planned if "PLANNING" in e)
+        assert result.events.index(planning) > result.events.index(bronze_done[0]), (
+            f"update {update + 1}: the quarantine started before bronze was recomputed")
