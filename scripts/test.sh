@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Usage: scripts/test.sh [pytest arguments]
-# The whole test suite, from a fresh clone: for the lowest supported pyspark
-# (newest 4.1.x) and for the newest 4.x, each in its own virtual environment
+# The whole test suite, from a fresh clone: for the newest 4.1.x, 4.2.x and
+# 4.x (4.3 or later) of pyspark, each in its own virtual environment
 # under .venv/, install sdp-expect with its test and lint extras, lint and
 # type-check (once), then run pytest. Exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-specs=${SDPX_PYSPARK_SPECS:-"~=4.1.0;>=4.1,<5"}
+specs=${SDPX_PYSPARK_SPECS:-"~=4.1.0;~=4.2.0;>=4.3,<5"}
 status=0
 first=1
 IFS=';' read -r -a spec_list <<< "$specs"

@@ -3,7 +3,8 @@
 # sdp-expect (editable, with its test and lint extras) and pyspark SPEC
 # installed, creating it on first use. SPEC is a pip version specifier:
 #   "~=4.1.0"   the newest 4.1.x (the lowest Spark sdp-expect supports)
-#   ">=4.1,<5"  the newest 4.x
+#   "~=4.2.0"   the newest 4.2.x
+#   ">=4.3,<5"  the newest 4.x
 set -euo pipefail
 cd "$(dirname "$0")/.."
 spec="$1"
@@ -13,6 +14,8 @@ venv=".venv/pyspark$slug"
 if [[ ! -x "$venv/bin/python" ]]; then
   "$python" -m venv "$venv" >&2
 fi
+# pip's warnings about package-index folders this machine lacks are noise here.
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-  "pyspark[pipelines]$spec" -e ".[test,lint]" >&2
+  "pyspark[pipelines]$spec" -e ".[test,lint]" 2>&1 \
+  | { grep -v "is ignored: it is neither a file nor a directory" || true; } >&2
 echo "$venv"
