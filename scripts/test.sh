@@ -6,20 +6,26 @@
 # type-check (once), then run pytest. Exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-specs=${SDPX_PYSPARK_SPECS:-"~=4.1.0;~=4.2.0;>=4.3,<5"}
+# Each entry is a pip specifier, optionally followed by "@" and a pytest marker
+# expression. The middle line skips the true command-line runs (marker "cli",
+# ~20 s each) to keep CI within its time; 4.1 and the newest run everything.
+specs=${SDPX_PYSPARK_SPECS:-"~=4.1.0;~=4.2.0@not cli;>=4.3,<5"}
 status=0
 first=1
 IFS=';' read -r -a spec_list <<< "$specs"
-for spec in "${spec_list[@]}"; do
+for entry in "${spec_list[@]}"; do
+  spec=${entry%%@*}
+  markers=()
+  if [[ $entry == *@* ]]; then markers=(-m "${entry#*@}"); fi
   venv=$(scripts/venv.sh "$spec")
   version=$("$venv/bin/python" -c 'import pyspark; print(pyspark.__version__)')
-  echo "== pyspark $version ($spec) in $venv"
+  echo "== pyspark $version ($entry) in $venv"
   if [[ $first == 1 ]]; then
     first=0
     echo "== ruff"; "$venv/bin/ruff" check sdp_expect tests scripts examples benchmarks || status=1
     echo "== mypy"; "$venv/bin/mypy" || status=1
   fi
   echo "== pytest"
-  PATH="$PWD/$venv/bin:$PATH" "$venv/bin/python" -m pytest "$@" || status=1
+  PATH="$PWD/$venv/bin:$PATH" "$venv/bin/python" -m pytest "${markers[@]}" "$@" || status=1
 done
 exit $status

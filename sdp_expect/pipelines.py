@@ -352,25 +352,33 @@ def _define_dataset(kind: Optional[DatasetKind], func: Any, options: Dict[str, A
     with located(location):
         _SDP_DECORATORS[kind](**options)(_returning(logic.target(query), func))
         if kind is DatasetKind.STREAMING_TABLE:
-            _declare_table_companions(logic, companions)
+            _declare_table_companions(logic, companions, options.get("format"))
             state.table_rules[name] = (logic, companions)
         _add_companion_flows(logic, companions, kind, query, name)
     state.flow_targets.add(name)
 
 
-def _declare_table_companions(logic: RuleLogic, companions: CompanionPlan) -> None:
-    """The companion tables of a streaming table, which each of its flows appends to."""
+def _declare_table_companions(logic: RuleLogic, companions: CompanionPlan,
+                              table_format: Optional[str]) -> None:
+    """The companion tables of a streaming table, which each of its flows appends to.
+
+    They take the table's format: several flows append to them exactly as to the
+    table, so they need the same support for concurrent appends.
+    """
     dataset = logic.rules.dataset
+    formatted = _drop_none(format=table_format)
     if companions.quarantine:
         _sdp.create_streaming_table(
             companions.quarantine,
             comment=f"Records that sdp-expect dropped from {dataset}",
+            **formatted,
         )
     if companions.record_log:
         _sdp.create_streaming_table(
             companions.record_log,
             comment=f"Per record of {dataset}: whether dropped, and the rules it violated "
             "(sdp-expect metrics log)",
+            **formatted,
         )
     if companions.metrics and companions.record_log:
         log_name = companions.record_log
@@ -641,7 +649,7 @@ def create_streaming_table(
             raise SdpExpectError("SDPX-DEF-105", dataset=name, location=_where(location))
         logic = RuleLogic(rules, state.options)
         companions = plan_companions(rules, state.options, DatasetKind.STREAMING_TABLE)
-        _declare_table_companions(logic, companions)
+        _declare_table_companions(logic, companions, format)
         state.table_rules[name] = (logic, companions)
 
 

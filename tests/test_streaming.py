@@ -134,3 +134,27 @@ def test_full_refresh_counts_again_from_the_data_present(make_pipeline):
     assert refreshed.ok, refreshed.output
     assert refreshed.table("orders").count() == 2
     assert metrics_by_name(refreshed, "orders")["valid_id"]["total_records"] == 3
+
+
+def test_companion_tables_of_a_streaming_table_take_its_format(make_pipeline):
+    """Flows append to the quarantine and the record log as they do to the table."""
+    pipeline = make_pipeline()
+    source = pipeline.path("in")
+    write_json(source, "1.json", [(1, 10, "web"), (None, 5, "web")])
+
+    def define(spark):
+        @dp.table(format="json")
+        @dp.quarantine()
+        @dp.expect_or_drop("valid_id", "id IS NOT NULL")
+        def orders():
+            return spark.readStream.schema(SCHEMA).json(str(source))
+
+    pipeline.definitions = define
+    result = pipeline.run()
+    assert result.ok, result.output
+    for table in ("orders", "orders_quarantine", "orders_dq_records"):
+        described = result.spark.sql(
+            f"DESCRIBE TABLE EXTENDED `{result.database}`.`{table}`").collect()
+        provider = {row[0]: row[1] for row in described}.get("Provider")
+        assert provider == "json", (table, provider)
+    assert [row["id"] for row in result.rows("orders_quarantine")] == [None]
