@@ -39,7 +39,10 @@ __all__ = [
     "CompanionPlan",
     "DatasetKind",
     "RuleLogic",
+    "metrics_comment",
     "plan_companions",
+    "quarantine_comment",
+    "record_log_comment",
     "sql_string",
 ]
 
@@ -89,6 +92,34 @@ class CompanionPlan:
     metrics: Optional[str] = None
 
 
+def quarantine_comment(dataset: str) -> str:
+    """The comment of a dataset's quarantine (every front end writes this one).
+
+    :param dataset: The dataset's name.
+    """
+    return f"Records that sdp-expect dropped from {dataset}"
+
+
+def record_log_comment(dataset: str) -> str:
+    """The comment of a streaming table's record log.
+
+    :param dataset: The streaming table's name.
+    """
+    return (f"Per record of {dataset}: whether dropped, and the rules it violated "
+            "(sdp-expect metrics log)")
+
+
+def metrics_comment(dataset: str, *, streaming: bool) -> str:
+    """The comment of a dataset's metrics view.
+
+    :param dataset: The dataset's name.
+    :param streaming: True for a streaming table (cumulative counts).
+    """
+    if streaming:
+        return f"Data-quality metrics of {dataset}, cumulative since its last full refresh"
+    return f"Data-quality metrics of {dataset} for the latest update"
+
+
 def plan_companions(
     rules: DatasetRules, options: PipelineOptions, kind: DatasetKind
 ) -> CompanionPlan:
@@ -125,9 +156,12 @@ def sql_string(text: str) -> str:
     """``text`` as a Spark SQL string literal: quotes and backslashes escaped.
 
     Rule names and constraints reach generated SQL only through this function,
-    so a name such as ``it's; --`` stays data and cannot change the query.
+    so a name such as ``it's; --`` stays data and cannot change the query. A
+    ``$`` is written as the escape ``\\u0024``: Spark substitutes ``${...}``
+    variables in SQL text before parsing it, and a name must not be rewritten.
     """
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    escaped = text.replace("\\", "\\\\").replace("'", "\\'").replace("$", "\\u0024")
+    return "'" + escaped + "'"
 
 
 def _balanced(terms: list[str], operator: str, empty: str) -> str:
