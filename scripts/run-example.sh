@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Usage: scripts/run-example.sh [spark41|spark42]
+# Usage: scripts/run-example.sh [spark41|spark42|sql]
+# (sql: the Databricks SQL example, on pyspark 4.1.x like spark41)
 # Installs what the example needs (a virtual environment under .venv/), runs the
 # example pipeline with spark-pipelines on embedded local Spark, and prints the
 # tables it produced. Run it again: the catalog persists between runs.
@@ -7,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 example=${1:-spark41}
 case "$example" in
-  spark41) spec="~=4.1.0" ;;
+  spark41|sql) spec="~=4.1.0" ;;
   *) spec=">=4.1,<5" ;;
 esac
 venv=$(scripts/venv.sh "$spec")

@@ -140,6 +140,43 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "set sdp_expect.null_result to 'fail' or 'pass', and sdp_expect.quarantine and "
             "sdp_expect.metrics to 'true' or 'false'",
         ),
+        # -- Databricks SQL files (sdp_expect.sql.include, sdp-expect translate) --
+        ErrorSpec(
+            "SDPX-SQL-301",
+            "a Databricks SQL file uses a Databricks-only construct that open-source SDP "
+            "cannot run",
+            "replace the construct named in the message (the message says with what), or "
+            "define that dataset in a Python file of the pipeline",
+        ),
+        ErrorSpec(
+            "SDPX-SQL-302",
+            "a Databricks SQL file has a syntax error",
+            "fix the statement at the file, line and column named in the message",
+        ),
+        ErrorSpec(
+            "SDPX-SQL-303",
+            "sql.include() found no .sql file",
+            "give a folder or a glob of .sql files, relative to the Python file that calls "
+            "sql.include() (e.g. sql.include('databricks_sql/'))",
+        ),
+        ErrorSpec(
+            "SDPX-SQL-304",
+            "a table property or SET of sdp-expect is not one it understands",
+            "use 'sdp_expect.quarantine' = 'true' or 'false', 'sdp_expect.quarantine.name' = "
+            "'<table>', 'sdp_expect.metrics' = 'true' or 'false', 'sdp_expect.rules' = "
+            "'<rule file>' and 'sdp_expect.rules.tag' = '<tag>'",
+        ),
+        ErrorSpec(
+            "SDPX-SQL-305",
+            "a Databricks SQL file cannot be read",
+            "check the path and that the file is readable UTF-8 text",
+        ),
+        ErrorSpec(
+            "SDPX-SQL-306",
+            "Spark rejected a statement translated from a Databricks SQL file",
+            "fix the statement at the file and line named in the message; run sdp-expect "
+            "translate on the file to see the SQL that Spark was given",
+        ),
     ]
 }
 

@@ -29,7 +29,15 @@ from pyspark.pipelines.source_code_location import (
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
-from sdp_expect.compiler import CompanionPlan, DatasetKind, RuleLogic, plan_companions
+from sdp_expect.compiler import (
+    CompanionPlan,
+    DatasetKind,
+    RuleLogic,
+    metrics_comment,
+    plan_companions,
+    quarantine_comment,
+    record_log_comment,
+)
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.model import (
     Action,
@@ -370,14 +378,13 @@ def _declare_table_companions(logic: RuleLogic, companions: CompanionPlan,
     if companions.quarantine:
         _sdp.create_streaming_table(
             companions.quarantine,
-            comment=f"Records that sdp-expect dropped from {dataset}",
+            comment=quarantine_comment(dataset),
             **formatted,
         )
     if companions.record_log:
         _sdp.create_streaming_table(
             companions.record_log,
-            comment=f"Per record of {dataset}: whether dropped, and the rules it violated "
-            "(sdp-expect metrics log)",
+            comment=record_log_comment(dataset),
             **formatted,
         )
     if companions.metrics and companions.record_log:
@@ -389,7 +396,7 @@ def _declare_table_companions(logic: RuleLogic, companions: CompanionPlan,
 
         _sdp.materialized_view(
             name=companions.metrics,
-            comment=f"Data-quality metrics of {dataset}, cumulative since its last full refresh",
+            comment=metrics_comment(dataset, streaming=True),
         )(metrics_query)
 
 
@@ -402,13 +409,13 @@ def _add_companion_flows(logic: RuleLogic, companions: CompanionPlan, kind: Data
         if companions.quarantine:
             _sdp.materialized_view(
                 name=companions.quarantine,
-                comment=f"Records that sdp-expect dropped from {dataset}",
+                comment=quarantine_comment(dataset),
                 spark_conf=conf,
             )(_returning(logic.quarantine(query), logic.quarantine))
         if companions.metrics:
             _sdp.materialized_view(
                 name=companions.metrics,
-                comment=f"Data-quality metrics of {dataset} for the latest update",
+                comment=metrics_comment(dataset, streaming=False),
                 spark_conf=conf,
             )(_returning(logic.metrics_from_query(query), logic.metrics_from_query))
         return

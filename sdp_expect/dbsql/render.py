@@ -1,0 +1,614 @@
+"""Write the statement model as open-source SDP SQL.
+
+:class:`Translator` turns the statements of Databricks SQL files into SQL
+that open-source Spark Declarative Pipelines reads, for one pipeline graph:
+it builds the same datasets and flows, with the same names and kinds, as the
+Python API of :mod:`sdp_expect.pipelines` does, and it asks
+:class:`~sdp_expect.compiler.RuleLogic` and
+:func:`~sdp_expect.compiler.plan_companions` for every piece of expectation
+logic. What a rule means is decided there, never here.
+
+- A materialized view with expectations becomes the filtered view, plus
+  ``<name>_quarantine`` and ``<name>_dq_metrics`` materialized views.
+- A streaming table becomes the filtered table, a quarantine streaming table
+  fed by the flow ``<flow>_to_quarantine``, a record log ``<name>_dq_records``
+  fed by ``<flow>_to_dq_records``, and ``<name>_dq_metrics`` counted from the
+  log. Each ``CREATE FLOW`` into a streaming table with expectations gets its
+  own two companion flows, as ``append_flow`` does in Python.
+- A temporary view keeps only the filtered records.
+- Datasets with fail expectations are bracketed by ``SET
+  spark.sql.pipelines.maxFlowRetryAttempts = 0`` and a ``SET`` back to the value
+  in effect before, as the Python API sets the flows' ``spark_conf``.
+
+:class:`Translation` is the result for one file: the text, and where each
+rendered line came from, so that Spark's errors about the translated text can
+be reported at the Databricks SQL file's line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+from sdp_expect.compiler import (
+    CompanionPlan,
+    DatasetKind,
+    RuleLogic,
+    metrics_comment,
+    plan_companions,
+    quarantine_comment,
+    record_log_comment,
+    sql_string,
+)
+from sdp_expect.dbsql.statements import (
+    DatasetStatement,
+    FlowStatement,
+    Name,
+    PassThrough,
+    Position,
+    SetStatement,
+    SqlText,
+    Statement,
+    UseStatement,
+)
+from sdp_expect.errors import SdpExpectError
+from sdp_expect.options import (
+    KEY_METRICS,
+    KEY_NULL_RESULT,
+    KEY_QUARANTINE,
+    PipelineOptions,
+    read_options,
+)
+from sdp_expect.registration import GraphState
+
+__all__ = ["DEFAULT_RETRY_ATTEMPTS", "RETRY_KEY", "RenderedStatement", "Translation",
+           "Translator", "options_conf"]
+
+RETRY_KEY = "spark.sql.pipelines.maxFlowRetryAttempts"
+"""The Spark setting of how often SDP retries a failed flow."""
+DEFAULT_RETRY_ATTEMPTS = "2"
+"""Its default in open-source SDP."""
+SOURCE_ALIAS = "_sdpx_source"
+"""The alias of the user's query inside the generated statements."""
+
+
+def options_conf(options: PipelineOptions) -> dict[str, str]:
+    """The ``sdp_expect.*`` configuration that gives ``options``.
+
+    :param options: The pipeline-wide settings.
+    """
+    return {
+        KEY_NULL_RESULT: "pass" if options.null_passes else "fail",
+        KEY_QUARANTINE: "true" if options.quarantine else "false",
+        KEY_METRICS: "true" if options.metrics else "false",
+    }
+
+
+# --------------------------------------------------------------------------------- result
+
+
+@dataclass(frozen=True)
+class RenderedStatement:
+    """Where one rendered statement is in the translation, and where it came from.
+
+    :param first_line: Line of its first token in the translation.
+    :param last_line: Line of its ``;``.
+    :param after_line: Line of the ``;`` before it (1 for the first statement):
+        Spark counts the lines of a statement's error from there.
+    :param segment: The text between the ``;`` before it and its own ``;``.
+    :param origin: The Databricks SQL statement it was translated from.
+    :param query: The user's query it repeats verbatim, if any.
+    :param query_line: Line of that query's first line in the translation.
+    """
+
+    first_line: int
+    last_line: int
+    after_line: int
+    segment: str
+    origin: Position
+    query: Optional[SqlText] = None
+    query_line: Optional[int] = None
+
+    def origin_of(self, line: int, column: Optional[int] = None) -> Position:
+        """The Databricks SQL position of a translation line inside this statement.
+
+        :param line: 1-based line in the translation.
+        :param column: 0-based character offset in that line, when known.
+        """
+        query, start = self.query, self.query_line
+        if query is not None and start is not None:
+            lines = query.text.count("\n") + 1
+            if start <= line < start + lines:
+                original = query.position.line + (line - start)
+                if column is None:
+                    return Position(query.position.file, original)
+                offset = query.position.column if line == start else 1
+                return Position(query.position.file, original, offset + column)
+        return self.origin
+
+
+@dataclass
+class Translation:
+    """The open-source SQL of one Databricks SQL file.
+
+    :param file: The Databricks SQL file, as shown to the user.
+    :param text: The translated SQL.
+    :param statements: Each rendered statement with its origin, in order.
+    """
+
+    file: str
+    text: str
+    statements: list[RenderedStatement] = field(default_factory=list)
+
+    def explain(self, error: BaseException) -> Optional[SdpExpectError]:
+        """A coded error, at the Databricks SQL file's line, for Spark's error about the text.
+
+        Spark reports a syntax error as ``(line L, pos P)`` of the statement it
+        printed under ``== SQL ==``, and other registration errors as ``Query
+        defined at <file>:<line>``; both are mapped back through
+        :attr:`statements`.
+
+        :param error: What ``register_sql`` raised.
+        :returns: SDPX-SQL-302 for a syntax error, SDPX-SQL-306 for another
+            error Spark raised, or None when ``error`` is not Spark's.
+        """
+        from pyspark.errors import AnalysisException, ParseException
+
+        if not isinstance(error, AnalysisException):
+            return None
+        message = str(error)
+        detail = _first_line(message)
+        position: Optional[Position] = None
+        if isinstance(error, ParseException):
+            position = self._parse_error_position(message)
+        else:
+            defined = re.search(r"Query defined at .*:(\d+)", message)
+            if defined is not None:
+                line = int(defined.group(1))
+                for statement in self.statements:
+                    if statement.first_line <= line <= statement.last_line:
+                        position = statement.origin
+                        break
+        code = "SDPX-SQL-302" if isinstance(error, ParseException) else "SDPX-SQL-306"
+        where = position.precise if position is not None and position.column > 1 else (
+            str(position) if position is not None else self.file)
+        return SdpExpectError(code, f"Spark rejected the translated statement: {detail}",
+                              location=where)
+
+    def _parse_error_position(self, message: str) -> Optional[Position]:
+        found = re.search(r"\(line (\d+), pos (\d+)\)", message)
+        block = message.split("== SQL ==\n", 1)
+        if found is None or len(block) < 2:
+            return None
+        lines = [line for line in block[1].split("\n") if not re.fullmatch(r"-*\^+", line)]
+        printed = "\n".join(lines).strip()
+        for statement in self.statements:
+            if statement.segment.strip() == printed:
+                line = statement.after_line + int(found.group(1)) - 1
+                return statement.origin_of(line, int(found.group(2)))
+        return None
+
+
+def _first_line(message: str) -> str:
+    """The first line of Spark's error message, without SQLSTATE and position.
+
+    :param message: The message.
+    """
+    for line in message.splitlines():
+        line = line.strip()
+        if line:
+            line = re.sub(r"\s*SQLSTATE: \w+", "", line)
+            line = re.sub(r"\s*\(line \d+, pos \d+\)", "", line)
+            return line.rstrip(".")
+    return "no message"
+
+
+class _Writer:
+    """Accumulates the translation's text and where each statement is.
+
+    :param file: The Databricks SQL file, as shown to the user.
+    """
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.text = ""
+        self.line = 1
+        self.after_line = 1
+        self.after_offset = 0
+        self.statements: list[RenderedStatement] = []
+
+    def _write(self, text: str) -> None:
+        self.text += text
+        self.line += text.count("\n")
+
+    def comment(self, *lines: str) -> None:
+        for line in lines:
+            for piece in line.split("\n"):
+                self._write(f"-- {piece}".rstrip() + "\n")
+
+    def blank(self) -> None:
+        self._write("\n")
+
+    def statement(self, text: str, origin: Position, query: Optional[SqlText] = None) -> None:
+        """Write one statement and its ``;``, noting where it is and where it came from.
+
+        :param text: The statement, without ``;``.
+        :param origin: The Databricks SQL statement it comes from.
+        :param query: The user query it repeats verbatim, if any.
+        """
+        first_line = self.line
+        query_line = None
+        if query is not None:
+            index = text.find(query.text)
+            if index >= 0:
+                query_line = first_line + text.count("\n", 0, index)
+        self._write(text)
+        end = len(self.text)
+        self.statements.append(RenderedStatement(
+            first_line=first_line, last_line=self.line, after_line=self.after_line,
+            segment=self.text[self.after_offset:end], origin=origin, query=query,
+            query_line=query_line))
+        self.after_line = self.line
+        self._write(";\n")
+        self.after_offset = end + 1
+
+    def result(self) -> Translation:
+        return Translation(self.file, self.text, self.statements)
+
+
+# --------------------------------------------------------------------------------- translator
+
+
+@dataclass
+class _FileScope:
+    """What ``SET`` statements change for the rest of one file."""
+
+    options: PipelineOptions
+    retry: str
+    conf: dict[str, str]
+
+
+class Translator:
+    """Translates Databricks SQL files for one pipeline graph, file by file.
+
+    Datasets, flows and expectations are recorded in ``state`` as the Python
+    API records them, so that a ``CREATE FLOW`` in SQL gets the rules of a
+    streaming table declared in Python and a ``dp.append_flow`` in Python
+    gets those of a table declared in SQL, and the same mistakes raise the
+    same errors (SDPX-DEF-105, -106, -108).
+
+    :param state: The graph's state (:func:`sdp_expect.registration.graph_state`,
+        or a fresh :class:`~sdp_expect.registration.GraphState` without Spark).
+    :param retry_attempts: The value of ``spark.sql.pipelines.maxFlowRetryAttempts``
+        in effect for the pipeline; restored after each dataset with fail rules.
+    """
+
+    def __init__(self, state: GraphState,
+                 retry_attempts: str = DEFAULT_RETRY_ATTEMPTS) -> None:
+        self.state = state
+        self.retry_attempts = retry_attempts
+
+    def translate(self, statements: list[Statement], file: str) -> Translation:
+        """The open-source SQL of one file's statements.
+
+        :param statements: The file's statements (:func:`sdp_expect.dbsql.parse.parse`).
+        :param file: The file as shown to the user.
+        :raises SdpExpectError: SDPX-DEF-105, -106, -108 and SDPX-CFG-201, as the
+            Python API raises them, at the statement's file and line.
+        """
+        scope = _FileScope(self.state.options, self.retry_attempts,
+                           options_conf(self.state.options))
+        out = _Writer(file)
+        settings = ", ".join(f"{k}={v}" for k, v in scope.conf.items())
+        out.comment(
+            f"Open-source SDP SQL, translated by sdp-expect from the Databricks SQL file {file}.",
+            f"Pipeline settings used: {settings}.",
+        )
+        for statement in statements:
+            out.blank()
+            if isinstance(statement, DatasetStatement):
+                self._dataset(statement, scope, out)
+            elif isinstance(statement, FlowStatement):
+                self._flow(statement, scope, out)
+            elif isinstance(statement, SetStatement):
+                self._set(statement, scope, out)
+            elif isinstance(statement, UseStatement):
+                out.statement(statement.text, statement.position)
+            else:
+                self._pass_through(statement, out)
+        return out.result()
+
+    # -- SET, USE and the rest ------------------------------------------------------------
+    def _set(self, statement: SetStatement, scope: _FileScope, out: _Writer) -> None:
+        """A ``SET``: ``sdp_expect.*`` keys change the file's settings; others pass on.
+
+        :param statement: The statement.
+        :param scope: The file's settings.
+        :param out: Where the translation goes.
+        """
+        key, value = statement.key, statement.value
+        if key is not None and value is not None and key.lower().startswith("sdp_expect."):
+            raw = _unquoted(value)
+            if key.lower() not in (KEY_NULL_RESULT, KEY_QUARANTINE, KEY_METRICS):
+                raise SdpExpectError("SDPX-SQL-304", f"unknown setting {key!r}",
+                                     location=str(statement.position))
+            conf = dict(scope.conf, **{key.lower(): raw})
+            try:
+                scope.options = read_options(conf.get)
+            except SdpExpectError as error:
+                raise error.with_context(location=str(statement.position)) from None
+            scope.conf = conf
+            out.comment(f"{statement.position}: {statement.text}",
+                        "(applied by sdp-expect to the statements below in this file)")
+            return
+        if key == RETRY_KEY and value is not None:
+            scope.retry = value
+        out.statement(statement.text, statement.position)
+
+    def _pass_through(self, statement: PassThrough, out: _Writer) -> None:
+        """Any other statement, as written; an Auto CDC flow's target is recorded.
+
+        :param statement: The statement.
+        :param out: Where the translation goes.
+        """
+        target = statement.flow_target
+        if target is not None:
+            if target in self.state.table_rules:
+                raise SdpExpectError(
+                    "SDPX-DEF-108", dataset=target, location=str(statement.position),
+                    fix="put the CONSTRAINT ... EXPECT clauses on the dataset the Auto CDC flow "
+                    "reads (e.g. a temporary view), not on its target")
+            self.state.flow_targets.add(target)
+        out.statement(statement.text, statement.position)
+
+    # -- datasets -------------------------------------------------------------------------
+    def _dataset(self, statement: DatasetStatement, scope: _FileScope, out: _Writer) -> None:
+        """A dataset, with its companions when it has expectations (``_define_dataset``).
+
+        :param statement: The dataset.
+        :param scope: The file's settings.
+        :param out: Where the translation goes.
+        """
+        name = statement.name
+        rules = statement.rules
+        kind = statement.type.kind
+        out.comment(f"{statement.position}: {statement.written_as} {name.text}"
+                    + (f" with {len(rules.expectations)} expectation(s)"
+                       if rules.expectations else ""))
+        if statement.private:
+            out.comment("PRIVATE removed: open-source SDP has no private datasets, so "
+                        f"{name.text} is published in the catalog like the others.")
+        if statement.query is None:
+            self._declared_table(statement, scope, out)
+            return
+        if not statement.checked:
+            out.statement(f"{_head(statement)}\nAS {statement.query.text}", statement.position,
+                          statement.query)
+            self.state.flow_targets.add(name.dataset)
+            return
+        companions = self._companions(statement, scope.options)
+        logic = RuleLogic(rules, scope.options)
+        query = statement.query
+        source = _source(query)
+        checked: list[tuple[str, Optional[SqlText]]] = [
+            (f"{_head(statement)}\nAS {logic.target_select(source)}", query)]
+        after: list[str] = []
+        if kind is DatasetKind.MATERIALIZED_VIEW:
+            if companions.quarantine:
+                checked.append((
+                    f"CREATE MATERIALIZED VIEW {name.sibling(companions.quarantine)}\n"
+                    f"COMMENT {sql_string(quarantine_comment(rules.dataset))}\n"
+                    f"AS {logic.quarantine_select(source)}", query))
+            if companions.metrics:
+                checked.append((
+                    f"CREATE MATERIALIZED VIEW {name.sibling(companions.metrics)}\n"
+                    f"COMMENT {sql_string(metrics_comment(rules.dataset, streaming=False))}\n"
+                    f"AS {logic.metrics_select_from_query(source)}", query))
+        elif kind is DatasetKind.STREAMING_TABLE:
+            checked.extend((text, None) for text in
+                           _table_companions(name, logic, companions, statement.using))
+            checked.extend(_companion_flows(name, name, logic, companions, query))
+            after = _metrics_from_log(name, logic, companions)
+            self.state.table_rules[name.dataset] = (logic, companions)
+        self._checked(logic, checked, statement.position, scope, out)
+        for text in after:
+            out.statement(text, statement.position)
+        self.state.flow_targets.add(name.dataset)
+
+    def _companions(self, statement: DatasetStatement, options: PipelineOptions) -> CompanionPlan:
+        """The compiler's companion plan, SDPX-DEF-106 worded for SQL.
+
+        :param statement: The dataset.
+        :param options: The file's pipeline settings.
+        """
+        try:
+            return plan_companions(statement.rules, options, statement.type.kind)
+        except SdpExpectError as error:
+            if error.code != "SDPX-DEF-106":
+                raise
+            raise SdpExpectError(
+                "SDPX-DEF-106", dataset=statement.name.dataset, location=str(statement.position),
+                fix="remove 'sdp_expect.quarantine' from the view's TBLPROPERTIES and set it on "
+                "the materialized view or streaming table that reads the view") from None
+
+    def _declared_table(self, statement: DatasetStatement, scope: _FileScope,
+                        out: _Writer) -> None:
+        """A streaming table without a query, which flows write: ``create_streaming_table``.
+
+        :param statement: The table.
+        :param scope: The file's settings.
+        :param out: Where the translation goes.
+        """
+        name = statement.name
+        rules = statement.rules
+        head = _head(statement)
+        if rules.empty and rules.quarantine is None:
+            out.statement(head, statement.position)
+            return
+        if name.dataset in self.state.flow_targets:
+            raise SdpExpectError(
+                "SDPX-DEF-105", dataset=name.dataset, location=str(statement.position),
+                fix="put CREATE STREAMING TABLE ... (CONSTRAINT ...) before the CREATE FLOW "
+                "statements (or append_flow definitions) that write into the table")
+        logic = RuleLogic(rules, scope.options)
+        companions = plan_companions(rules, scope.options, DatasetKind.STREAMING_TABLE)
+        out.statement(head, statement.position)
+        for text in [*_table_companions(name, logic, companions, statement.using),
+                     *_metrics_from_log(name, logic, companions)]:
+            out.statement(text, statement.position)
+        self.state.table_rules[name.dataset] = (logic, companions)
+
+    # -- flows ----------------------------------------------------------------------------
+    def _flow(self, statement: FlowStatement, scope: _FileScope, out: _Writer) -> None:
+        """A flow; into a table with expectations, with its companion flows (``append_flow``).
+
+        :param statement: The flow.
+        :param scope: The file's settings.
+        :param out: Where the translation goes.
+        """
+        target = statement.target
+        entry = self.state.table_rules.get(target.dataset)
+        comment = f" COMMENT {statement.comment}" if statement.comment else ""
+        head = f"CREATE FLOW {statement.name.text}{comment} AS INSERT INTO {target.text} BY NAME"
+        query = statement.query
+        out.comment(f"{statement.position}: CREATE FLOW {statement.name.text} into {target.text}"
+                    + (" (the table's expectations apply)" if entry is not None else ""))
+        if entry is None:
+            out.statement(f"{head}\n{query.text}", statement.position, query)
+        else:
+            logic, companions = entry
+            source = _source(query)
+            checked: list[tuple[str, Optional[SqlText]]] = [
+                (f"{head}\n{logic.target_select(source)}", query)]
+            checked.extend(_companion_flows(statement.name, target, logic, companions, query))
+            self._checked(logic, checked, statement.position, scope, out)
+        self.state.flow_targets.add(target.dataset)
+
+    # -- no retries for fail rules --------------------------------------------------------
+    def _checked(self, logic: RuleLogic, statements: list[tuple[str, Optional[SqlText]]],
+                 origin: Position, scope: _FileScope, out: _Writer) -> None:
+        """Write ``statements``; with fail rules, between a SET of no retries and a SET back.
+
+        :param logic: The expectations' logic.
+        :param statements: Each statement's text and the user query it repeats.
+        :param origin: The Databricks SQL statement they come from.
+        :param scope: The file's settings.
+        :param out: Where the translation goes.
+        """
+        fail = logic.has_fail_rules()
+        if fail:
+            out.comment("Fail expectations: a failed flow is not retried (retrying cannot "
+                        "help), as in the Python API.")
+            out.statement(f"SET {RETRY_KEY} = 0", origin)
+        for text, query in statements:
+            out.statement(text, origin, query)
+        if fail:
+            out.comment("Back to the retry setting in effect before.")
+            out.statement(f"SET {RETRY_KEY} = {scope.retry}", origin)
+
+
+def _unquoted(value: str) -> str:
+    """A ``SET`` value without the quotes around it.
+
+    :param value: The value as written.
+    """
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def _source(query: SqlText) -> str:
+    """The user's query as a relation: a line break after it ends any ``--`` comment.
+
+    :param query: The query.
+    """
+    return f"(\n{query.text}\n) AS {SOURCE_ALIAS}"
+
+
+def _head(statement: DatasetStatement) -> str:
+    """``CREATE <type> name [(columns)] [clauses]``, without the query.
+
+    :param statement: The dataset.
+    """
+    lines = [f"CREATE {statement.type.value} {statement.name.text}"]
+    if statement.columns:
+        lines.append("(\n" + ",\n".join(f"  {column}" for column in statement.columns) + "\n)")
+    if statement.using:
+        lines.append(f"USING {statement.using}")
+    if statement.partitioned_by:
+        lines.append(f"PARTITIONED BY {statement.partitioned_by}")
+    if statement.cluster_by:
+        lines.append(f"CLUSTER BY {statement.cluster_by}")
+    if statement.comment:
+        lines.append(f"COMMENT {statement.comment}")
+    if statement.table_properties:
+        lines.append(f"TBLPROPERTIES ({', '.join(statement.table_properties)})")
+    return "\n".join(lines)
+
+
+def _table_companions(name: Name, logic: RuleLogic, companions: CompanionPlan,
+                      using: Optional[str]) -> list[str]:
+    """The quarantine and record-log streaming tables of a streaming table.
+
+    They take the table's format (``USING``), as in the Python API: several flows
+    append to them exactly as to the table.
+
+    :param name: The table's name.
+    :param logic: Its expectations' logic.
+    :param companions: Its companion datasets.
+    :param using: Its format, if written.
+    """
+    dataset = logic.rules.dataset
+    formatted = f"\nUSING {using}" if using else ""
+    out = []
+    if companions.quarantine:
+        out.append(f"CREATE STREAMING TABLE {name.sibling(companions.quarantine)}{formatted}\n"
+                   f"COMMENT {sql_string(quarantine_comment(dataset))}")
+    if companions.record_log:
+        out.append(f"CREATE STREAMING TABLE {name.sibling(companions.record_log)}{formatted}\n"
+                   f"COMMENT {sql_string(record_log_comment(dataset))}")
+    return out
+
+
+def _metrics_from_log(name: Name, logic: RuleLogic, companions: CompanionPlan) -> list[str]:
+    """The metrics materialized view of a streaming table, counted from its record log.
+
+    :param name: The table's name.
+    :param logic: Its expectations' logic.
+    :param companions: Its companion datasets.
+    """
+    if not companions.metrics or not companions.record_log:
+        return []
+    comment = metrics_comment(logic.rules.dataset, streaming=True)
+    log = name.sibling(companions.record_log)
+    return [f"CREATE MATERIALIZED VIEW {name.sibling(companions.metrics)}\n"
+            f"COMMENT {sql_string(comment)}\n"
+            f"AS {logic.metrics_select_from_record_log(log)}"]
+
+
+def _companion_flows(flow: Name, table: Name, logic: RuleLogic, companions: CompanionPlan,
+                     query: SqlText) -> list[tuple[str, Optional[SqlText]]]:
+    """The quarantine and record-log flows of one flow into a streaming table.
+
+    :param flow: The flow's name (the table's, for the table's own flow).
+    :param table: The table's name.
+    :param logic: The table's expectations' logic.
+    :param companions: The table's companion datasets.
+    :param query: The flow's query.
+    """
+    source = _source(query)
+    out: list[tuple[str, Optional[SqlText]]] = []
+    if companions.quarantine:
+        out.append((
+            f"CREATE FLOW {flow.sibling(f'{flow.dataset}_to_quarantine')}\n"
+            f"AS INSERT INTO {table.sibling(companions.quarantine)} BY NAME\n"
+            f"{logic.quarantine_select(source)}", query))
+    if companions.record_log:
+        out.append((
+            f"CREATE FLOW {flow.sibling(f'{flow.dataset}_to_dq_records')}\n"
+            f"AS INSERT INTO {table.sibling(companions.record_log)} BY NAME\n"
+            f"{logic.record_log_select(source)}", query))
+    return out
+

@@ -1,0 +1,276 @@
+"""The data-quality report as one self-contained HTML page (``sdp-expect report --html``).
+
+:func:`render_html` draws a :class:`~sdp_expect.dq_summary.QualityReport`:
+per dataset, a bar per rule (passed against failed records, coloured by the
+rule's action), the records the dataset dropped, its quarantine's size and a
+sample of quarantined records with their ``_failed_expectations``. The page
+carries its own styles, has no script and loads nothing: it can be mailed,
+attached to a CI run, or opened offline.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Optional
+
+from sdp_expect.dq_summary import (
+    FAILED,
+    FAILED_EXPECTATIONS,
+    LAST_SUCCESS,
+    NO_SUCCESS,
+    NOT_RUN,
+    SKIPPED,
+    UPDATED,
+    DatasetSummary,
+    QualityReport,
+    RuleResult,
+)
+
+__all__ = ["render_html"]
+
+_CSS = """
+:root { --pass: #2e7d32; --warn: #f2a900; --drop: #e8590c; --fail: #c62828;
+  --ink: #1f2328; --muted: #59636e; --line: #d1d9e0; --bg: #f6f8fa; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
+  color: var(--ink); background: var(--bg); }
+header { padding: 24px 32px 12px; background: #fff; border-bottom: 1px solid var(--line); }
+h1 { margin: 0 0 4px; font-size: 24px; }
+.meta { color: var(--muted); margin: 0; }
+.totals { display: flex; gap: 12px; flex-wrap: wrap; margin: 14px 0 4px; }
+.total { background: var(--bg); border: 1px solid var(--line); border-radius: 8px;
+  padding: 6px 12px; }
+.total b { font-size: 18px; margin-right: 4px; }
+nav { padding: 10px 32px; display: flex; gap: 8px; flex-wrap: wrap; }
+nav a { text-decoration: none; color: var(--ink); background: #fff; border: 1px solid var(--line);
+  border-radius: 999px; padding: 2px 10px; font-size: 13px; }
+nav a.failed { border-color: var(--fail); color: var(--fail); }
+main { padding: 8px 32px 32px; }
+section.dataset { background: #fff; border: 1px solid var(--line); border-radius: 10px;
+  padding: 18px 22px; margin: 0 0 18px; }
+section.dataset.failed { border-color: var(--fail); box-shadow: inset 4px 0 0 var(--fail); }
+h2 { margin: 0; font-size: 19px; display: flex; align-items: center; gap: 10px;
+  flex-wrap: wrap; }
+.kind { font-size: 12px; color: var(--muted); font-weight: normal; }
+.badge { font-size: 12px; font-weight: 600; border-radius: 999px; padding: 1px 9px;
+  background: #e8f5e9; color: var(--pass); }
+.badge.failed { background: #ffebee; color: var(--fail); }
+.badge.muted { background: var(--bg); color: var(--muted); }
+.stats { display: flex; gap: 28px; flex-wrap: wrap; margin: 12px 0 8px; }
+.stat .label { color: var(--muted); font-size: 12px; text-transform: uppercase;
+  letter-spacing: .04em; }
+.stat .value { font-size: 22px; font-weight: 600; }
+.stat .value.dropped { color: var(--drop); }
+.stat .sub { color: var(--muted); font-size: 12px; }
+.violation { border: 1px solid var(--fail); background: #fff5f5; border-radius: 8px;
+  padding: 10px 14px; margin: 12px 0; }
+.violation strong { color: var(--fail); }
+.violation pre { margin: 6px 0 0; white-space: pre-wrap; word-break: break-all; }
+table { border-collapse: collapse; width: 100%; }
+th { text-align: left; font-size: 12px; color: var(--muted); font-weight: 600;
+  border-bottom: 1px solid var(--line); padding: 6px 8px; }
+td { border-bottom: 1px solid var(--line); padding: 8px; vertical-align: middle; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.rules td.bar-cell { width: 42%; min-width: 160px; }
+.bar { display: flex; height: 16px; width: 100%; border-radius: 4px; overflow: hidden;
+  background: var(--line); }
+.bar .passed { background: var(--pass); }
+.bar .failed.warn { background: var(--warn); }
+.bar .failed.drop { background: var(--drop); }
+.bar .failed.fail { background: var(--fail); }
+.constraint { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px;
+  color: var(--muted); }
+.action { font-size: 12px; font-weight: 600; border-radius: 4px; padding: 1px 7px; color: #fff; }
+.action.warn { background: var(--warn); color: #3d2c00; }
+.action.drop { background: var(--drop); }
+.action.fail { background: var(--fail); }
+h3 { font-size: 15px; margin: 18px 0 6px; }
+.sample { overflow-x: auto; }
+.sample table { font-size: 13px; }
+.sample td { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; white-space: nowrap; }
+.chip { display: inline-block; border-radius: 999px; padding: 0 8px; margin: 0 3px 0 0;
+  font-size: 12px; background: #fff4e6; color: #8a3c00; border: 1px solid #ffc078; }
+.null { color: var(--muted); font-style: italic; }
+.legend { color: var(--muted); font-size: 13px; margin: 4px 0 0; }
+.legend i { display: inline-block; width: 10px; height: 10px; border-radius: 2px;
+  margin: 0 4px 0 10px; vertical-align: middle; }
+.note { color: var(--muted); font-size: 13px; }
+footer { color: var(--muted); font-size: 12px; padding: 0 32px 24px; }
+"""
+
+_STATUS_BADGE = {
+    UPDATED: ("updated in this run", ""),
+    FAILED: ("failed", "failed"),
+    SKIPPED: ("skipped", "muted"),
+    NOT_RUN: ("not updated by this run", "muted"),
+    LAST_SUCCESS: ("last successful update", ""),
+    NO_SUCCESS: ("no successful update recorded", "muted"),
+}
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _anchor(name: str) -> str:
+    return "ds-" + "".join(c if c.isalnum() or c in "-_" else "-" for c in name)
+
+
+def _percent(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.1f}%"
+
+
+def _bar(rule: RuleResult) -> str:
+    total = rule.total_records
+    label = f"{rule.passed_records} passed, {rule.failed_records} failed"
+    if total == 0:
+        return '<div class="bar" role="img" aria-label="no records" title="no records"></div>'
+    passed = 100.0 * rule.passed_records / total
+    failed = 100.0 - passed
+    return (f'<div class="bar" role="img" aria-label="{_e(label)}" title="{_e(label)}">'
+            f'<span class="passed" style="width:{passed:.4f}%"></span>'
+            f'<span class="failed {_e(rule.action)}" style="width:{failed:.4f}%"></span></div>')
+
+
+def _rules_table(summary: DatasetSummary) -> str:
+    rows = []
+    for rule in summary.rules:
+        rows.append(
+            f'<tr data-rule="{_e(rule.expectation)}" data-passed="{rule.passed_records}" '
+            f'data-failed="{rule.failed_records}">'
+            f'<td><code>{_e(rule.expectation)}</code>'
+            f'<div class="constraint">{_e(rule.constraint)}</div></td>'
+            f'<td><span class="action {_e(rule.action)}">{_e(rule.action)}</span></td>'
+            f'<td class="bar-cell">{_bar(rule)}</td>'
+            f'<td class="num passed-count">{rule.passed_records}</td>'
+            f'<td class="num failed-count">{rule.failed_records}</td>'
+            f'<td class="num">{_percent(rule.failure_percentage)}</td></tr>')
+    return ('<table class="rules"><thead><tr><th>Rule</th><th>Action</th>'
+            '<th>Passed vs failed</th><th class="num">Passed</th><th class="num">Failed</th>'
+            '<th class="num">Failed %</th></tr></thead><tbody>' + "".join(rows)
+            + "</tbody></table>")
+
+
+def _cell(value: Any, column: str) -> str:
+    if value is None:
+        return '<span class="null">NULL</span>'
+    if column == FAILED_EXPECTATIONS and isinstance(value, list):
+        return "".join(f'<span class="chip">{_e(name)}</span>' for name in value)
+    return _e(value)
+
+
+def _sample(summary: DatasetSummary) -> str:
+    q = summary.quarantine
+    if q is None:
+        return ""
+    if not q.sample:
+        return (f'<h3>Quarantine <code>{_e(q.table)}</code></h3>'
+                '<p class="note">No quarantined records.</p>')
+    columns = [FAILED_EXPECTATIONS] + [c for c in q.columns if c != FAILED_EXPECTATIONS]
+    head = "".join(f"<th>{_e(c)}</th>" for c in columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{_cell(row.get(c), c)}</td>" for c in columns) + "</tr>"
+        for row in q.sample)
+    shown = (f"all {q.records}" if len(q.sample) >= q.records
+             else f"{len(q.sample)} of {q.records}")
+    return (f'<h3>Quarantine sample <code>{_e(q.table)}</code> '
+            f'<span class="kind">({shown} records)</span></h3>'
+            f'<div class="sample"><table class="quarantine"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>")
+
+
+def _dataset(summary: DatasetSummary) -> str:
+    text, style = _STATUS_BADGE.get(summary.status, (summary.status, "muted"))
+    if summary.recorded_at:
+        text += f", kept at {summary.recorded_at}"
+    kind = ("streaming table · counts since its last full refresh" if summary.streaming
+            else "materialized view")
+    failed = summary.status == FAILED or bool(summary.violations)
+    parts = [f'<section class="dataset{" failed" if failed else ""}" '
+             f'id="{_anchor(summary.dataset)}" data-dataset="{_e(summary.dataset)}">',
+             f'<h2>{_e(summary.dataset)} <span class="kind">{kind}</span>'
+             f'<span class="badge {style}">{_e(text)}</span></h2>']
+    for violation in summary.violations:
+        names = ", ".join(violation.expectations)
+        parts.append(f'<div class="violation"><strong>Update failed:</strong> expectation '
+                     f'<code>{_e(names)}</code> violated by the record'
+                     f"<pre>{_e(violation.record)}</pre></div>")
+    if summary.has_numbers:
+        quarantine = ""
+        if summary.quarantine is not None:
+            quarantine = (f'<div class="stat"><div class="label">Quarantine</div>'
+                          f'<div class="value quarantine-size">{summary.quarantine.records}</div>'
+                          f'<div class="sub">{_e(summary.quarantine.table)}</div></div>')
+        parts.append(
+            '<div class="stats">'
+            f'<div class="stat"><div class="label">Records</div>'
+            f'<div class="value total-records">{summary.total_records}</div></div>'
+            f'<div class="stat"><div class="label">Dropped</div>'
+            f'<div class="value dropped-records{" dropped" if summary.dropped_records else ""}">'
+            f"{summary.dropped_records}</div></div>"
+            f"{quarantine}</div>")
+        parts.append(_rules_table(summary))
+        parts.append(_sample(summary))
+    else:
+        parts.append('<p class="note">No metrics: the metrics table is empty (a failed update '
+                     "records none).</p>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def render_html(report: QualityReport, *, pipeline: str = "", generated_at: str = "",
+                version: str = "") -> str:
+    """The report as one HTML document (UTF-8, no script, no external resource).
+
+    :param report: What to show.
+    :param pipeline: The pipeline's name, shown in the title.
+    :param generated_at: When the report was made, shown under the title.
+    :param version: The sdp-expect version, shown in the footer.
+    """
+    where = ".".join(p for p in (report.catalog, report.database) if p)
+    title = f"Data quality · {pipeline}" if pipeline else "Data quality"
+    rules = sum(len(d.rules) for d in report.datasets)
+    failing = sum(1 for d in report.datasets for r in d.rules if r.failed_records)
+    dropped = sum(d.dropped_records for d in report.datasets)
+    failed = [d for d in report.datasets if d.status == FAILED or d.violations]
+    totals = [(len(report.datasets), "datasets with expectations"), (rules, "rules"),
+              (failing, "rules with failed records"), (dropped, "records dropped")]
+    if failed:
+        totals.append((len(failed), "failed updates"))
+    nav = "".join(
+        f'<a href="#{_anchor(d.dataset)}" class="{"failed" if d in failed else ""}">'
+        f"{_e(d.dataset)}</a>" for d in report.datasets)
+    meta = " · ".join(p for p in (f"catalog {where}" if where else "", generated_at) if p)
+    body = "\n".join(_dataset(d) for d in report.datasets) or (
+        '<p class="note">No &lt;dataset&gt;_dq_metrics tables found: run the pipeline first '
+        "(<code>sdp-expect run</code>).</p>")
+    notes = "".join(f'<p class="note">{_e(n)}</p>' for n in report.notes)
+    boxes = "".join(f'<span class="total"><b>{n}</b>{_e(t)}</span>' for n, t in totals)
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{_e(title)}</title>
+<style>{_CSS}</style>
+</head>
+<body>
+<header>
+<h1>{_e(title)}</h1>
+<p class="meta">{_e(meta)}</p>
+<div class="totals">{boxes}</div>
+<p class="legend">Bars: <i style="background:var(--pass)"></i>passed
+<i style="background:var(--warn)"></i>failed, warn (kept)
+<i style="background:var(--drop)"></i>failed, drop (dropped)
+<i style="background:var(--fail)"></i>failed, fail (stops the update)</p>
+</header>
+<nav>{nav}</nav>
+<main>
+{body}
+{notes}
+</main>
+<footer>Made by sdp-expect{(" " + _e(version)) if version else ""} from the
+&lt;dataset&gt;_dq_metrics and quarantine tables.</footer>
+</body>
+</html>
+"""

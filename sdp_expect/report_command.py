@@ -1,0 +1,126 @@
+"""``sdp-expect report``: the data-quality summary of a project, as text, JSON or HTML.
+
+It reads the project's ``<dataset>_dq_metrics`` and quarantine tables (the
+catalog ``sdp-expect run`` keeps in the project folder), shows each dataset as
+of its last successful update, and with ``--html OUT.html`` writes the page of
+:mod:`sdp_expect.html_report`. It runs no pipeline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+from pathlib import Path
+
+from sdp_expect.dq_summary import (
+    DEFAULT_SAMPLE,
+    ReadError,
+    build_report,
+    load_history,
+    read_tables,
+    to_json,
+    to_text,
+    use_color,
+    write_text,
+)
+from sdp_expect.html_report import render_html
+from sdp_expect.run_command import (
+    UsageProblem,
+    default_confs,
+    find_spec,
+    is_local,
+    load_project,
+)
+
+__all__ = ["REPORT_DESCRIPTION", "add_report_arguments", "command_report"]
+
+REPORT_DESCRIPTION = """\
+Show the data quality of a pipeline's datasets as of the last successful
+update of each: every rule's action, passed and failed records and failure
+percentage, the records each dataset dropped and its quarantine. Reads the
+<dataset>_dq_metrics and quarantine tables of the catalog that `sdp-expect
+run` keeps in the project folder (run no pipeline). A materialized view is
+empty after a failed update; its last successful numbers then come from what
+`sdp-expect run` kept in .sdp-expect/dq-history.json.
+
+With --html OUT.html, also write a page to look at: per dataset a bar per
+rule (passed against failed), the dropped records, the quarantine's size and
+a sample of quarantined records with their _failed_expectations. The page is
+one self-contained file (no script, nothing loaded from the network).
+
+Exit status: 0 the report was made; 1 the tables could not be read; 2 usage error.
+"""
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``sdp-expect report``."""
+    parser.add_argument("--spec", metavar="FILE",
+                        help="the pipeline spec (spark-pipeline.yml), or its folder; default: the "
+                        "first one in the current folder or its parents")
+    parser.add_argument("--html", metavar="OUT.html",
+                        help="also write the report as a self-contained HTML page")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="what to print: text (default) or one JSON document")
+    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                        help="colour the text: auto (default) on a terminal without NO_COLOR")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting of the catalog, as given to `sdp-expect run` "
+                        "(repeatable); it wins over the defaults")
+    parser.add_argument("--remote", metavar="URL",
+                        help="read through this Spark Connect server (sc://host:port) instead "
+                        "of the project's local catalog")
+    parser.add_argument("--sample", type=int, default=DEFAULT_SAMPLE, metavar="N",
+                        help=f"quarantined records shown per dataset (default: {DEFAULT_SAMPLE})")
+
+
+def command_report(args: argparse.Namespace) -> int:
+    """``sdp-expect report``: read, print, write the page; the exit status."""
+    from sdp_expect.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, version
+
+    try:
+        project = load_project(find_spec(args.spec))
+        given = {}
+        for pair in args.conf:
+            key, sep, value = pair.partition("=")
+            if not sep or not key.strip():
+                raise UsageProblem(f"--conf {pair!r} is not KEY=VALUE")
+            given[key.strip()] = value
+        if args.sample < 0:
+            raise UsageProblem("--sample must be 0 or more")
+    except UsageProblem as problem:
+        write_text(sys.stderr, f"sdp-expect report: error: {problem}\n")
+        return EXIT_USAGE
+    remote = args.remote if not is_local(args.remote) else None
+    confs = {} if remote else {**default_confs(project.folder), **given}
+    own_catalog = not (remote or {"spark.sql.catalogImplementation",
+                                  "spark.hadoop.javax.jdo.option.ConnectionURL"} & set(given))
+    if own_catalog and not (project.folder / "metastore_db").is_dir():
+        write_text(sys.stderr, f"sdp-expect report: no catalog in {project.folder} "
+                   "(metastore_db/): run the pipeline first with `sdp-expect run`\n")
+        return EXIT_PROBLEMS
+    try:
+        reading = read_tables(project.folder, confs, catalog=project.catalog,
+                              database=project.database, remote=remote, sample=args.sample)
+    except ReadError as error:
+        write_text(sys.stderr, f"sdp-expect report: cannot read the tables: {error}\n")
+        return EXIT_PROBLEMS
+    report = build_report(reading, history=load_history(project.folder))
+    if args.format == "json":
+        write_text(sys.stdout, to_json(report, command="report", spec=str(project.spec)) + "\n")
+    else:
+        write_text(sys.stdout, to_text(report, color=use_color(args.color, sys.stdout)))
+    if args.html:
+        generated = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+        page = render_html(report, pipeline=project.name, generated_at=generated,
+                           version=version())
+        out = Path(args.html)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(page, encoding="utf-8")
+        except OSError as error:
+            write_text(sys.stderr, f"sdp-expect report: cannot write {out}: {error}\n")
+            return EXIT_PROBLEMS
+        if args.format != "json":
+            write_text(sys.stdout, f"HTML report written to {out}\n")
+    return EXIT_OK

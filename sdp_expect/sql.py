@@ -1,0 +1,187 @@
+"""Databricks SQL pipeline files, with ``CONSTRAINT ... EXPECT``, on open-source SDP.
+
+Open-source SDP rejects the Databricks SQL of Lakeflow pipelines
+(``CREATE OR REFRESH``, ``CONSTRAINT ... EXPECT``, ``LIVE.``). Keep those files
+as they are, in a folder that the spec's ``libraries`` glob does not load, and
+add one Python file to the pipeline::
+
+    from sdp_expect import sql
+
+    sql.include("databricks_sql/")   # a folder or a glob, relative to this file
+
+Every statement is translated to open-source SDP SQL and registered with the
+pipeline; expectations, quarantine and metrics behave exactly as with the
+Python API (``docs/sql.md`` says what is translated how).
+``sdp-expect translate FILE.sql...`` prints the same translation.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence
+
+from sdp_expect.dbsql.parse import parse
+from sdp_expect.dbsql.render import (
+    DEFAULT_RETRY_ATTEMPTS,
+    RETRY_KEY,
+    Translation,
+    Translator,
+)
+from sdp_expect.errors import SdpExpectError
+from sdp_expect.options import PipelineOptions, read_options
+from sdp_expect.registration import GraphState, graph_state, real_registry
+
+__all__ = ["Translation", "include", "translate", "translate_files"]
+
+_GLOB_CHARACTERS = "*?["
+
+
+def include(pattern: str) -> list[str]:
+    """Translate Databricks SQL files and register them with the pipeline being defined.
+
+    Call it from a Python file of the pipeline. Each file is translated on
+    its own, in name order, and registered as one SQL file (a ``SET`` applies
+    to the rest of its own file only, as in SDP). The pipeline's
+    ``sdp_expect.*`` configuration applies, as for the Python API.
+
+    :param pattern: A folder (every ``*.sql`` file under it), a glob (its
+        ``.sql`` matches) or one file; a relative path starts at the folder of
+        the Python file that calls ``include``.
+    :returns: The files registered, as shown in messages.
+    :raises SdpExpectError: SDPX-SQL-303 when nothing matches; SDPX-SQL-301,
+        -302, -304, -305, -306 and the codes the Python API raises for the same
+        mistakes, naming the SQL file and line.
+    """
+    from pyspark.pipelines.source_code_location import get_caller_source_code_location
+
+    caller = get_caller_source_code_location(stacklevel=1)
+    base_dir = os.path.dirname(os.path.abspath(caller.filename))
+    files = _matching_files(pattern, base_dir, f"{caller.filename}:{caller.line_number}")
+    registry = real_registry()
+    translator = Translator(graph_state(), _pipeline_retry_attempts(registry))
+    registered = []
+    for path in files:
+        shown = _shown(path)
+        translation = _translate_file(translator, path, shown)
+        try:
+            registry.register_sql(translation.text, Path(f"{shown} (sdp-expect translation)"))
+        except Exception as error:
+            coded = translation.explain(error)
+            if coded is None:
+                raise
+            raise coded from None
+        registered.append(shown)
+    return registered
+
+
+def translate(text: str, file: str = "<sql>", *, conf: Optional[Mapping[str, str]] = None,
+              base_dir: Optional[str] = None) -> str:
+    """The open-source SDP SQL of one Databricks SQL text, without Spark.
+
+    :param text: The Databricks SQL.
+    :param file: The name shown in messages and comments.
+    :param conf: Pipeline settings: ``sdp_expect.quarantine``, ``sdp_expect.metrics``,
+        ``sdp_expect.null_result`` and ``spark.sql.pipelines.maxFlowRetryAttempts``;
+        defaults as in a pipeline that sets none of them.
+    :param base_dir: Where relative ``'sdp_expect.rules'`` paths start; default the
+        current directory.
+    :raises SdpExpectError: as :func:`include` does.
+    """
+    options, retry = _settings(conf)
+    translator = Translator(GraphState(options=options), retry)
+    return translator.translate(parse(text, file, base_dir=base_dir), file).text
+
+
+def translate_files(paths: Sequence[str], *,
+                    conf: Optional[Mapping[str, str]] = None) -> list[Translation]:
+    """Translate several Databricks SQL files of one pipeline, in the order given, without Spark.
+
+    They share what one pipeline shares: a ``CREATE FLOW`` in one file gets the
+    expectations of a streaming table declared in an earlier one.
+
+    :param paths: The files, as the user named them.
+    :param conf: Pipeline settings, as for :func:`translate`.
+    :raises SdpExpectError: as :func:`include` does; SDPX-SQL-305 for a file that
+        cannot be read.
+    """
+    options, retry = _settings(conf)
+    translator = Translator(GraphState(options=options), retry)
+    return [_translate_file(translator, os.path.abspath(path), path) for path in paths]
+
+
+def _settings(conf: Optional[Mapping[str, str]]) -> tuple[PipelineOptions, str]:
+    """The pipeline settings and the retry value that ``conf`` gives.
+
+    :param conf: ``sdp_expect.*`` and ``spark.sql.pipelines.maxFlowRetryAttempts`` values.
+    """
+    given = dict(conf or {})
+    return read_options(given.get), given.get(RETRY_KEY, DEFAULT_RETRY_ATTEMPTS)
+
+
+def _translate_file(translator: Translator, path: str, shown: str) -> Translation:
+    """Read, parse and translate one file (SDPX-SQL-305 when it cannot be read).
+
+    :param translator: The pipeline's translator.
+    :param path: The file's absolute path.
+    :param shown: The file as shown in messages.
+    """
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise SdpExpectError("SDPX-SQL-305", f"cannot read {shown}: {reason}",
+                             location=shown) from None
+    statements = parse(text, shown, base_dir=os.path.dirname(path))
+    return translator.translate(statements, shown)
+
+
+def _matching_files(pattern: str, base_dir: str, caller: str) -> list[str]:
+    """The ``.sql`` files a folder, glob or file names, sorted; SDPX-SQL-303 when none.
+
+    :param pattern: A folder, a glob or a file.
+    :param base_dir: Where a relative ``pattern`` starts.
+    :param caller: ``file:line`` of the ``include`` call, for the error.
+    """
+    full = os.path.normpath(pattern if os.path.isabs(pattern) else os.path.join(base_dir, pattern))
+    if any(character in pattern for character in _GLOB_CHARACTERS):
+        found = glob.glob(full, recursive=True)
+    elif os.path.isdir(full):
+        found = [os.path.join(folder, name) for folder, _, names in os.walk(full)
+                 for name in names]
+    else:
+        found = [full]
+    files = sorted(os.path.normpath(path) for path in found
+                   if os.path.isfile(path) and path.lower().endswith(".sql"))
+    if not files:
+        raise SdpExpectError("SDPX-SQL-303", f"sql.include({pattern!r}) found no .sql file "
+                             f"(looked for {full})", location=caller)
+    return files
+
+
+def _shown(path: str) -> str:
+    """``path`` relative to the current directory (the pipeline's), else absolute.
+
+    :param path: An absolute path.
+    """
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
+def _pipeline_retry_attempts(registry: Any) -> str:
+    """The pipeline's ``spark.sql.pipelines.maxFlowRetryAttempts``, else SDP's default.
+
+    :param registry: The graph's registry, whose Spark session holds the configuration.
+    """
+    from pyspark.sql import SparkSession
+
+    spark = getattr(registry, "_spark", None) or SparkSession.getActiveSession()
+    value: Optional[str] = None
+    if spark is not None:
+        try:
+            value = spark.conf.get(RETRY_KEY, None)
+        except Exception:  # a configuration look-up that fails leaves SDP's default
+            value = None
+    return value or DEFAULT_RETRY_ATTEMPTS

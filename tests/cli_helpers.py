@@ -1,0 +1,85 @@
+"""Helpers for the tests that run the ``sdp-expect`` command as a user would."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any, Optional
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def user_env(**extra: str) -> dict[str, str]:
+    """The environment a user's shell would have (not the test server's client state)."""
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    for key in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE",
+                "SPARK_CONNECT_AUTHENTICATE_TOKEN", "NO_COLOR"):
+        env.pop(key, None)
+    env.update(extra)
+    return env
+
+
+def sdp_expect(*args: str, cwd: Path, env: Optional[dict[str, str]] = None,
+               timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``sdp-expect`` console script."""
+    command = shutil.which("sdp-expect", path=os.path.dirname(sys.executable))
+    assert command, "the sdp-expect console script is not installed next to this Python"
+    return subprocess.run([command, *args], cwd=cwd, env=env or user_env(), capture_output=True,
+                          text=True, timeout=timeout, check=False)
+
+
+def write_project(root: Path, code: str, *, configuration: str = "") -> Path:
+    """A one-file pipeline project in ``root`` (storage inside it)."""
+    (root / "transformations").mkdir(parents=True)
+    (root / "spark-pipeline.yml").write_text(
+        f"name: cli_test\nstorage: {(root / 'storage').as_uri()}\n{configuration}"
+        "libraries:\n  - glob:\n      include: transformations/**\n")
+    (root / "transformations" / "pipeline.py").write_text(textwrap.dedent(code))
+    return root
+
+
+def set_storage(project: Path, storage: Path) -> None:
+    """Point a copied project's spec at its own storage folder."""
+    spec = project / "spark-pipeline.yml"
+    spec.write_text("\n".join(
+        f"storage: {storage.as_uri()}" if line.startswith("storage:") else line
+        for line in spec.read_text().splitlines()) + "\n")
+
+
+_READ_TABLES = """
+import json, sys
+from pyspark.sql import SparkSession
+project = sys.argv[1]
+spark = (SparkSession.builder.master("local[1]").appName("test reader")
+         .config("spark.sql.catalogImplementation", "hive")
+         .config("spark.hadoop.javax.jdo.option.ConnectionURL",
+                 f"jdbc:derby:;databaseName={project}/metastore_db;create=false")
+         .config("spark.ui.enabled", "false").getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+found = {}
+for table in spark.catalog.listTables("default"):
+    rows = spark.sql(f"SELECT * FROM default.`{table.name}`").collect()
+    found[table.name] = [row.asDict(recursive=True) for row in rows]
+spark.stop()
+print("TABLES=" + json.dumps(found, default=str))
+"""
+
+
+def read_all_tables(project: Path) -> dict[str, list[dict[str, Any]]]:
+    """Every table of a project's catalog with all its rows, read with a plain Spark session.
+
+    Independent of sdp-expect's own reader: the tests compare what sdp-expect shows with it.
+    """
+    done = subprocess.run([sys.executable, "-c", _READ_TABLES, str(project.resolve())],
+                          cwd=project, env=user_env(), capture_output=True, text=True,
+                          timeout=600, check=False)
+    for line in done.stdout.splitlines():
+        if line.startswith("TABLES="):
+            tables: dict[str, list[dict[str, Any]]] = json.loads(line[len("TABLES="):])
+            return tables
+    raise AssertionError(f"reading the tables failed:\n{done.stdout}\n{done.stderr}")

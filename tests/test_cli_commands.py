@@ -1,0 +1,315 @@
+"""The ``sdp-expect`` run, dry-run and report commands without Spark.
+
+``run`` and ``dry-run`` are driven against a stand-in ``spark-pipelines``
+(``$SDP_EXPECT_SPARK_PIPELINES``) that prints what it was given and replays
+event lines, so option passing, defaults, streaming, colours and exit codes
+are checked in milliseconds. The summary and the HTML page are built from
+table readings written here. The true runs are in test_cli_run_report.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_helpers import sdp_expect, user_env
+
+from sdp_expect import cli
+from sdp_expect.dq_summary import (
+    FAILED,
+    LAST_SUCCESS,
+    NO_SUCCESS,
+    UPDATED,
+    TableReading,
+    Violation,
+    build_report,
+    to_json,
+    to_text,
+)
+from sdp_expect.html_report import render_html
+from sdp_expect.run_command import EventLog, Project, build_command, find_spec
+
+VIOLATION_LINE = (
+    "pyspark.errors.exceptions.connect.SparkRuntimeException: [USER_RAISED_EXCEPTION] "
+    "[EXPECTATION_VIOLATION] Flow 'checked' failed to meet the expectation. Violated "
+    "expectations: 'amount_not_negative, small'. Output record: '{\"id\":2,\"note\":\"it's. "
+    "odd\",\"amount\":-3}'. SQLSTATE: P0001")
+EVENTS = """\
+2026-01-01 10:00:00: Flow spark_catalog.default.raw is QUEUED.
+2026-01-01 10:00:01: Flow spark_catalog.default.checked is RUNNING.
+2026-01-01 10:00:02: Flow spark_catalog.default.checked has FAILED.
+{violation}
+2026-01-01 10:00:03: Flow spark_catalog.default.after is SKIPPED.
+2026-01-01 10:00:04: Run is FAILED.
+"""
+
+FAKE = """\
+import json, os, sys
+print("FAKE-ARGS " + json.dumps({"argv": sys.argv[1:],
+      "opts": os.environ.get("SPARK_SUBMIT_OPTS"), "pythonpath": os.environ.get("PYTHONPATH"),
+      "connect": os.environ.get("SPARK_CONNECT_MODE_ENABLED")}), flush=True)
+lines = os.environ.get("FAKE_LINES")
+if lines:
+    with open(lines) as handle:
+        for line in handle:
+            print(line, end="", flush=True)
+sys.exit(int(os.environ.get("FAKE_RC", "0")))
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "my project"
+    (root / "transformations").mkdir(parents=True)
+    (root / "spark-pipeline.yml").write_text(
+        f"name: fake\nstorage: {(root / 'storage').as_uri()}\n"
+        "libraries:\n  - glob:\n      include: transformations/**\n")
+    return root
+
+
+@pytest.fixture
+def fake_env(tmp_path: Path) -> dict[str, str]:
+    script = tmp_path / "fake_spark_pipelines.py"
+    script.write_text(FAKE)
+    wrapper = tmp_path / "spark-pipelines"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
+    wrapper.chmod(0o755)
+    return user_env(SDP_EXPECT_SPARK_PIPELINES=str(wrapper), SPARK_CONNECT_MODE_ENABLED="1")
+
+
+def fake_args(output: str) -> dict[str, Any]:
+    line = next(line for line in output.splitlines() if line.startswith("FAKE-ARGS "))
+    found: dict[str, Any] = json.loads(line[len("FAKE-ARGS "):])
+    return found
+
+
+def with_events(env: dict[str, str], tmp_path: Path, text: str, rc: int) -> dict[str, str]:
+    events = tmp_path / "events.txt"
+    events.write_text(text)
+    return dict(env, FAKE_LINES=str(events), FAKE_RC=str(rc))
+
+
+def test_dry_run_passes_options_on_and_adds_defaults_the_user_did_not_set(
+        project: Path, fake_env: dict[str, str], tmp_path: Path) -> None:
+    env = with_events(fake_env, tmp_path, "2026-01-01 10:00:00: Run is COMPLETED.\n", 0)
+    result = sdp_expect("dry-run", "--port-wait", "0", "--conf", "spark.sql.warehouse.dir=/wh",
+                        "--full-refresh-all", "--conf=a.b=c", "-c", "x.y=z", "--spec",
+                        str(project), cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    args = fake_args(result.stdout)
+    spec = str((project / "spark-pipeline.yml").resolve())
+    assert args["argv"] == ["dry-run", "--spec", spec, "--conf", "spark.sql.warehouse.dir=/wh",
+                            "--full-refresh-all", "--conf=a.b=c", "-c", "x.y=z"]
+    opts = args["opts"]
+    folder = str(project.resolve())
+    assert "-Dspark.sql.catalogImplementation=hive" in opts
+    assert (f'"-Dspark.hadoop.javax.jdo.option.ConnectionURL=jdbc:derby:;databaseName='
+            f'{folder}/metastore_db;create=true"') in opts
+    assert f'"-Dderby.system.home={folder}"' in opts
+    # The user's --conf wins over the default, and reaches Spark as a property too.
+    assert "spark.sql.warehouse.dir=/wh" in opts and "spark-warehouse" not in opts
+    assert "-Da.b=c" not in opts and "-Dx.y=z" not in opts  # not Spark settings
+    assert args["pythonpath"].split(os.pathsep)[0] == folder
+    assert args["connect"] is None  # a Spark Connect client's state is not inherited
+    assert "Run is COMPLETED" in result.stdout
+    assert result.stdout.rstrip().endswith("sdp-expect dry-run: COMPLETED (exit status 0)")
+    assert "Data quality" not in result.stdout
+    assert "\x1b[" not in result.stdout
+
+
+def test_run_with_remote_adds_no_local_catalog(project: Path, fake_env: dict[str, str],
+                                               tmp_path: Path) -> None:
+    result = sdp_expect("run", "--no-summary", "--remote", "sc://localhost:1", cwd=project,
+                        env=fake_env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    args = fake_args(result.stdout)
+    assert args["argv"][-2:] == ["--remote", "sc://localhost:1"]
+    assert not args["opts"]
+
+
+def test_violation_is_shown_with_its_record_and_exit_status_1(
+        project: Path, fake_env: dict[str, str], tmp_path: Path) -> None:
+    env = with_events(fake_env, tmp_path, EVENTS.format(violation=VIOLATION_LINE), 1)
+    result = sdp_expect("run", "--port-wait", "0", "--no-summary", cwd=project, env=env)
+    assert result.returncode == 1
+    out = result.stdout
+    assert VIOLATION_LINE in out  # streamed as it came
+    summary = out[out.index("== Expectation violations"):]
+    assert "FAILED: expectations 'amount_not_negative', 'small' violated by the record" in summary
+    assert '{"id":2,"note":"it\'s. odd","amount":-3}' in summary
+    assert out.rstrip().endswith("sdp-expect run: FAILED, 1 expectation violation "
+                                 "(exit status 1)")
+    assert "\x1b[" not in out
+
+    colored = sdp_expect("run", "--port-wait", "0", "--no-summary", "--color", "always",
+                         cwd=project, env=env)
+    assert "\x1b[1;31m" + VIOLATION_LINE + "\x1b[0m" in colored.stdout
+    assert "\x1b[31m2026-01-01 10:00:02: Flow spark_catalog.default.checked has FAILED.\x1b[0m" \
+        in colored.stdout
+
+
+def test_json_format_keeps_stdout_for_the_document(project: Path, fake_env: dict[str, str],
+                                                    tmp_path: Path) -> None:
+    env = with_events(fake_env, tmp_path, EVENTS.format(violation=VIOLATION_LINE), 1)
+    result = sdp_expect("run", "--port-wait", "0", "--no-summary", "--format", "json",
+                        cwd=project, env=env)
+    assert result.returncode == 1
+    document = json.loads(result.stdout)
+    assert document["exit_code"] == 1 and document["status"] == "FAILED"
+    assert document["violations"] == [{"dataset": "checked",
+                                       "expectations": ["amount_not_negative", "small"],
+                                       "record": {"id": 2, "note": "it's. odd", "amount": -3}}]
+    assert document["flows"]["spark_catalog.default.after"] == "SKIPPED"
+    assert VIOLATION_LINE in result.stderr  # the events went to stderr
+
+
+@pytest.mark.parametrize(("child", "expected"), [(2, 2), (3, 1), (1, 1)])
+def test_exit_status_of_spark_pipelines(project: Path, fake_env: dict[str, str], tmp_path: Path,
+                                        child: int, expected: int) -> None:
+    env = with_events(fake_env, tmp_path, "", child)
+    result = sdp_expect("dry-run", "--port-wait", "0", cwd=project, env=env)
+    assert result.returncode == expected
+
+
+def test_usage_errors_exit_2(tmp_path: Path, fake_env: dict[str, str]) -> None:
+    nowhere = sdp_expect("run", cwd=tmp_path, env=fake_env)
+    assert nowhere.returncode == 2
+    assert "no spark-pipeline.yml" in nowhere.stderr and "--spec" in nowhere.stderr
+    missing = sdp_expect("report", "--spec", "missing.yml", cwd=tmp_path, env=fake_env)
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    assert sdp_expect("migrate", str(tmp_path / "nope"), str(tmp_path / "out"),
+                      cwd=tmp_path).returncode == 2
+    assert sdp_expect("report", "--bogus", cwd=tmp_path).returncode == 2
+
+
+def test_every_command_explains_itself() -> None:
+    assert cli.main(["--version"]) == 0
+    for command in ("run", "dry-run", "report", "migrate"):
+        with pytest.raises(SystemExit) as done:
+            cli.build_parser().parse_args([command, "--help"])
+        assert done.value.code == 0
+    result = sdp_expect("--help", cwd=Path.cwd())
+    assert "Exit status: 0 ok; 1" in result.stdout
+    for command in ("run", "dry-run", "report", "migrate"):
+        assert command in result.stdout
+        help_text = sdp_expect(command, "--help", cwd=Path.cwd()).stdout
+        assert "Exit status: 0" in help_text and "2 usage error" in help_text
+
+
+def test_spec_is_found_in_parent_folders_and_relative_spec_is_absolute(project: Path) -> None:
+    inner = project / "transformations"
+    assert find_spec(None, inner) == (project / "spark-pipeline.yml").resolve()
+    invocation = build_command("run", Project(spec=find_spec(str(project))), [],
+                               executable="spark-pipelines", environ={"PATH": "/bin"})
+    assert invocation.command[:3] == ["spark-pipelines", "run", "--spec"]
+    assert Path(invocation.command[3]).is_absolute()
+    assert invocation.confs["spark.sql.catalogImplementation"] == "hive"
+
+
+def test_event_log_reads_states_and_violations_once() -> None:
+    log = EventLog()
+    for line in [*EVENTS.format(violation=VIOLATION_LINE).splitlines(), VIOLATION_LINE]:
+        log.feed(line)
+    assert log.run_state == "FAILED"
+    assert log.flows == {"spark_catalog.default.raw": "QUEUED",
+                         "spark_catalog.default.checked": "FAILED",
+                         "spark_catalog.default.after": "SKIPPED"}
+    assert log.violations == [Violation("checked", ["amount_not_negative", "small"],
+                                        '{"id":2,"note":"it\'s. odd","amount":-3}')]
+
+
+# --------------------------------------------------------------------------- summaries
+
+
+def metrics(dataset: str, rows: list[tuple[str, str, int, int]], dropped: int,
+            comment: str = "") -> dict[str, Any]:
+    total = rows[0][2] + rows[0][3] if rows else 0
+    return {"table": f"{dataset}_dq_metrics", "comment": comment, "rows": [
+        {"dataset": dataset, "expectation": name, "action": action, "constraint": f"{name} ok",
+         "passed_records": passed, "failed_records": failed, "total_records": total,
+         "dropped_records": dropped} for name, action, passed, failed in rows]}
+
+
+READING = TableReading(
+    catalog="spark_catalog", database="default",
+    metrics=[metrics("orders", [("recent", "warn", 7, 3), ("valid_id", "drop", 8, 2)], 2),
+             metrics("events", [("positive", "drop", 0, 0)], 0,
+                     "Data-quality metrics of events, cumulative since its last full refresh"),
+             metrics("gold", [], 0)],
+    quarantines=[{"table": "orders_quarantine", "dataset": "orders", "records": 2,
+                  "columns": ["id", "_failed_expectations"],
+                  "sample": [{"id": None, "_failed_expectations": ["recent", "valid_id"]},
+                             {"id": 5, "_failed_expectations": ["valid_id"]}]}],
+    notes=[])
+
+
+def test_run_summary_text_and_json() -> None:
+    violation = Violation("gold", ["positive_revenue"], '{"revenue":-1}')
+    report = build_report(READING, flows={"spark_catalog.default.orders_dq_metrics": "COMPLETED",
+                                          "spark_catalog.default.gold": "FAILED"},
+                          violations=[violation], run_status="FAILED")
+    states = {d.dataset: d.status for d in report.datasets}
+    assert states == {"events": "not run", "gold": FAILED, "orders": UPDATED}
+    text = to_text(report)
+    assert "\x1b[" not in text
+    assert textwrap.dedent("""\
+        orders  materialized view, updated in this run
+          10 records, 2 dropped, quarantine orders_quarantine: 2 records
+            rule      action  passed  failed  failed %
+            recent    warn         7       3     30.0%
+            valid_id  drop         8       2     20.0%
+        """) in text
+    assert "events  streaming table, counts since its last full refresh" in text
+    assert "    positive  drop         0       0         -" in text
+    assert ("gold  materialized view, FAILED in this run\n"
+            "  FAILED: expectation 'positive_revenue' violated by the record\n"
+            '    {"revenue":-1}\n'
+            "  no metrics: a failed update records none") in text
+    assert "\x1b[1;31m" in to_text(report, color=True)
+    document = json.loads(to_json(report))
+    orders = next(d for d in document["datasets"] if d["dataset"] == "orders")
+    assert orders["rules"][0] == {"expectation": "recent", "action": "warn",
+                                  "constraint": "recent ok", "passed_records": 7,
+                                  "failed_records": 3, "total_records": 10,
+                                  "failure_percentage": 30.0}
+    assert orders["quarantine"]["records"] == 2 and orders["dropped_records"] == 2
+    assert document["violations"][0]["record"] == {"revenue": -1}
+
+
+def test_report_uses_kept_numbers_for_a_dataset_emptied_by_a_failed_update() -> None:
+    history = {"datasets": {"gold": {"recorded_at": "2026-01-01T10:00:00+00:00", "summary": {
+        "total_records": 4, "dropped_records": 0, "streaming": False,
+        "rules": [{"expectation": "positive_revenue", "action": "fail", "constraint": "r > 0",
+                   "passed_records": 4, "failed_records": 0}]}}},
+        "last_run": {"violations": [{"dataset": "gold", "expectations": ["positive_revenue"],
+                                     "record": '{"revenue":-1}'}]}}
+    report = build_report(READING, history=history)
+    gold = report.dataset("gold")
+    assert gold is not None and gold.status == LAST_SUCCESS
+    assert gold.recorded_at == "2026-01-01T10:00:00+00:00"
+    assert [r.passed_records for r in gold.rules] == [4]
+    assert gold.violations[0].record == '{"revenue":-1}'
+    assert "kept by sdp-expect run at 2026-01-01T10:00:00+00:00" in to_text(report)
+    assert build_report(READING).dataset("gold").status == NO_SUCCESS  # type: ignore[union-attr]
+
+
+def test_html_page_escapes_names_and_loads_nothing() -> None:
+    reading = TableReading(catalog="c", database="d", metrics=[
+        metrics("<script>alert(1)</script>", [("a<b", "warn", 1, 1)], 0)], quarantines=[],
+        notes=[])
+    page = render_html(build_report(reading), pipeline="p&q")
+    assert "<script>" not in page and "&lt;script&gt;" in page and "a&lt;b" in page
+    assert "http://" not in page and "https://" not in page and "url(" not in page
+    assert page.startswith("<!DOCTYPE html>") and "<title>Data quality · p&amp;q</title>" in page
+
+
+def test_report_before_any_run_says_so_without_starting_spark(project: Path) -> None:
+    result = sdp_expect("report", "--html", str(project / "dq.html"), cwd=project)
+    assert result.returncode == 1
+    assert "no catalog in" in result.stderr and "sdp-expect run" in result.stderr
+    assert not (project / "metastore_db").exists() and not (project / "dq.html").exists()

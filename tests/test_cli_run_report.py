@@ -1,0 +1,235 @@
+"""``sdp-expect dry-run``, ``run`` and ``report`` end to end, on the example project.
+
+True runs (each ~20-40 s), shared by the tests of this module: the example is
+dry-run and run from another folder (the catalog must land in the project),
+then reported on as text and HTML; the HTML page is opened in headless
+Chromium. A small project with a violated fail rule shows the failure. What
+the commands show is compared with the tables as a plain Spark session reads
+them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyspark
+import pytest
+from chromium import INSTALL_HINT, Browser, find_chromium
+from cli_helpers import REPO, read_all_tables, sdp_expect, set_storage, write_project
+
+SPARK = tuple(int(part) for part in pyspark.__version__.split(".")[:2])
+EXAMPLE = "spark42" if SPARK >= (4, 2) else "spark41"
+
+pytestmark = [pytest.mark.cli, pytest.mark.timeout(1800)]
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    project = tmp_path_factory.mktemp("example") / EXAMPLE
+    shutil.copytree(REPO / "examples" / EXAMPLE, project,
+                    ignore=shutil.ignore_patterns("metastore_db", "spark-warehouse", ".sdp-expect",
+                                                  "derby.log", "__pycache__"))
+    set_storage(project, project.parent / "storage")
+    return project
+
+
+@pytest.fixture(scope="module")
+def elsewhere(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder the commands are started from: not the project's."""
+    return tmp_path_factory.mktemp("elsewhere")
+
+
+@pytest.fixture(scope="module")
+def dry_run(example: Path, elsewhere: Path) -> Any:
+    return sdp_expect("dry-run", "--spec", str(example), cwd=elsewhere)
+
+
+@pytest.fixture(scope="module")
+def example_run(example: Path, elsewhere: Path, dry_run: Any) -> Any:
+    return sdp_expect("run", "--spec", str(example / "spark-pipeline.yml"), "--format", "json",
+                      cwd=elsewhere)
+
+
+@pytest.fixture(scope="module")
+def report(example: Path, example_run: Any) -> tuple[Any, Path]:
+    html = example.parent / "out" / "report.html"
+    return sdp_expect("report", "--html", str(html), cwd=example / "transformations"), html
+
+
+@pytest.fixture(scope="module")
+def tables(example: Path, report: Any) -> dict[str, list[dict[str, Any]]]:
+    return read_all_tables(example)
+
+
+def metrics_of(tables: dict[str, list[dict[str, Any]]], table: str) -> list[dict[str, Any]]:
+    return sorted(tables[table], key=lambda row: row["expectation"])
+
+
+def test_dry_run_streams_the_events_and_keeps_the_catalog_in_the_project(
+        dry_run: Any, example: Path, elsewhere: Path) -> None:
+    assert dry_run.returncode == 0, dry_run.stdout + dry_run.stderr
+    assert "Run is COMPLETED" in dry_run.stdout
+    assert dry_run.stdout.rstrip().endswith("sdp-expect dry-run: COMPLETED (exit status 0)")
+    assert "Data quality" not in dry_run.stdout
+    assert "\x1b[" not in dry_run.stdout  # not a terminal: plain text
+    assert (example / "metastore_db").is_dir()
+    assert not (elsewhere / "metastore_db").exists()
+
+
+def test_run_summary_equals_the_metrics_tables(example_run: Any, example: Path,
+                                               elsewhere: Path,
+                                               tables: dict[str, list[dict[str, Any]]]) -> None:
+    assert example_run.returncode == 0, example_run.stdout + example_run.stderr
+    summary = json.loads(example_run.stdout)  # stdout holds only the document
+    assert summary["status"] == "COMPLETED" and summary["exit_code"] == 0
+    assert "Flow spark_catalog.default.orders_silver has COMPLETED" in example_run.stderr
+    assert (example / "spark-warehouse" / "orders_silver").is_dir()
+    assert not (elsewhere / "spark-warehouse").exists()
+    shown = {d["dataset"]: d for d in summary["datasets"]}
+    assert set(shown) == {"orders_silver", "revenue_by_customer"}
+    for name, dataset in shown.items():
+        assert dataset["status"] == "updated"
+        rows = metrics_of(tables, f"{name}_dq_metrics")
+        assert sorted(({k: r[k] for k in ("expectation", "action", "constraint",
+                                          "passed_records", "failed_records", "total_records")}
+                       for r in dataset["rules"]), key=lambda r: r["expectation"]) == [
+            {k: row[k] for k in ("expectation", "action", "constraint", "passed_records",
+                                 "failed_records", "total_records")} for row in rows]
+        assert dataset["total_records"] == rows[0]["total_records"]
+        assert dataset["dropped_records"] == rows[0]["dropped_records"]
+    silver = shown["orders_silver"]
+    assert (silver["total_records"], silver["dropped_records"]) == (10, 4)
+    assert [(r["expectation"], r["failed_records"], r["failure_percentage"])
+            for r in silver["rules"]] == [("recent", 3, 30.0), ("valid_id", 2, 20.0),
+                                          ("valid_amount", 3, 30.0)]
+    assert silver["quarantine"]["records"] == len(tables["orders_silver_quarantine"]) == 4
+    assert len(tables["orders_silver"]) == 6
+
+
+def test_report_shows_each_dataset_as_of_its_last_successful_update(
+        report: Any, tables: dict[str, list[dict[str, Any]]]) -> None:
+    result, html = report
+    assert result.returncode == 0, result.stdout + result.stderr
+    text = result.stdout
+    assert "orders_silver  materialized view, last successful update" in text
+    assert "quarantine orders_silver_quarantine: 4 records" in text
+    for dataset in ("orders_silver", "revenue_by_customer"):
+        for row in tables[f"{dataset}_dq_metrics"]:
+            assert re.search(rf"^    {row['expectation']} +{row['action']} +"
+                             rf"{row['passed_records']} +{row['failed_records']} ", text,
+                             re.MULTILINE), text
+    assert f"HTML report written to {html}" in text
+    assert html.is_file()
+
+
+def test_html_report_shows_every_dataset_and_rule_in_chromium(
+        report: Any, tables: dict[str, list[dict[str, Any]]], tmp_path: Path) -> None:
+    binary = find_chromium()
+    if binary is None:
+        pytest.fail(INSTALL_HINT)
+    _, html = report
+    page = html.read_text(encoding="utf-8")
+    assert not re.search(r"(src|href)=\"(https?:)?//", page) and "<script" not in page
+    browser = Browser(binary)
+    try:
+        browser.open(html)
+        browser.screenshot(tmp_path / "report.png")
+        text = browser.evaluate("document.body.innerText")
+        # Nothing was fetched: the page is self-contained.
+        assert browser.evaluate("performance.getEntriesByType('resource').length") == 0
+        bars = browser.evaluate("""JSON.stringify([...document.querySelectorAll('tr[data-rule]')]
+            .map(row => ({dataset: row.closest('section').dataset.dataset,
+                          rule: row.dataset.rule,
+                          bar: row.querySelector('.bar').getBoundingClientRect().width,
+                          passed: row.querySelector('.bar .passed').getBoundingClientRect().width,
+                          failed: row.querySelector('.bar .failed').getBoundingClientRect().width,
+                          color: getComputedStyle(row.querySelector('.bar .failed'))
+                                   .backgroundColor})))""")
+        stats = browser.evaluate("""JSON.stringify([...document.querySelectorAll('section')]
+            .map(s => ({dataset: s.dataset.dataset,
+                        dropped: s.querySelector('.dropped-records').innerText,
+                        quarantine: (s.querySelector('.quarantine-size') || {}).innerText,
+                        chips: [...s.querySelectorAll('table.quarantine tbody tr')].map(
+                          tr => [...tr.querySelectorAll('.chip')].map(c => c.innerText))})))""")
+    finally:
+        browser.close()
+    for dataset in ("orders_silver", "revenue_by_customer"):
+        assert dataset in text
+        for row in tables[f"{dataset}_dq_metrics"]:
+            assert row["expectation"] in text and row["constraint"] in text
+    shown = {(b["dataset"], b["rule"]): b for b in json.loads(bars)}
+    assert len(shown) == 4
+    for dataset in ("orders_silver", "revenue_by_customer"):
+        for row in tables[f"{dataset}_dq_metrics"]:
+            bar = shown[(dataset, row["expectation"])]
+            total = row["passed_records"] + row["failed_records"]
+            assert bar["bar"] > 100
+            assert abs(bar["passed"] - bar["bar"] * row["passed_records"] / total) < 1.5, bar
+            assert abs(bar["failed"] - bar["bar"] * row["failed_records"] / total) < 1.5, bar
+    colors = {shown[("orders_silver", "recent")]["color"],
+              shown[("orders_silver", "valid_id")]["color"]}
+    assert len(colors) == 2  # a warn rule's failures and a drop rule's look different
+    by_dataset = {s["dataset"]: s for s in json.loads(stats)}
+    silver = by_dataset["orders_silver"]
+    assert silver["dropped"] == str(tables["orders_silver_dq_metrics"][0]["dropped_records"])
+    assert silver["quarantine"] == str(len(tables["orders_silver_quarantine"]))
+    assert sorted(silver["chips"]) == sorted(row["_failed_expectations"]
+                                             for row in tables["orders_silver_quarantine"])
+    assert by_dataset["revenue_by_customer"]["dropped"] == "0"
+
+
+@pytest.fixture(scope="module")
+def failing_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
+    project = write_project(tmp_path_factory.mktemp("failing") / "project", """\
+        from pyspark.sql import SparkSession
+        from sdp_expect import pipelines as dp
+
+        spark = SparkSession.active()
+
+        @dp.materialized_view
+        def raw():
+            return spark.sql("SELECT * FROM VALUES (1, 5), (2, -3), (3, 8) AS t(id, amount)")
+
+        @dp.materialized_view
+        @dp.expect_or_fail("amount_not_negative", "amount >= 0")
+        def checked():
+            return spark.read.table("raw")
+
+        @dp.materialized_view
+        @dp.quarantine()
+        @dp.expect("small", "amount < 8")
+        @dp.expect_or_drop("positive", "amount > 0")
+        def other():
+            return spark.read.table("raw")
+        """)
+    return sdp_expect("run", cwd=project / "transformations"), project
+
+
+def test_violated_fail_rule_exits_1_and_the_summary_shows_the_record(
+        failing_run: tuple[Any, Path]) -> None:
+    result, project = failing_run
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr
+    line = ("[EXPECTATION_VIOLATION] Flow 'checked' failed to meet the expectation. "
+            "Violated expectations: 'amount_not_negative'. "
+            "Output record: '{\"id\":2,\"amount\":-3}'.")
+    assert line in out
+    assert out.count("default.checked is RUNNING") == 1  # not retried
+    summary = out[out.index("== Data quality"):]
+    assert re.search(r"checked  (materialized view, )?FAILED in this run\n"
+                     r"  FAILED: expectation 'amount_not_negative' violated by the record\n"
+                     r"    \{\"id\":2,\"amount\":-3\}\n", summary), summary
+    assert ("other  materialized view, updated in this run\n"
+            "  3 records, 1 dropped, quarantine other_quarantine: 1 records\n") in summary
+    assert re.search(r"^    positive +drop +2 +1 +33\.3%$", summary, re.MULTILINE), summary
+    assert re.search(r"^    small +warn +2 +1 +33\.3%$", summary, re.MULTILINE), summary
+    assert out.rstrip().endswith("sdp-expect run: FAILED, 1 expectation violation "
+                                 "(exit status 1)")
+    assert "\x1b[" not in out
+    kept = json.loads((project / ".sdp-expect" / "dq-history.json").read_text())
+    assert set(kept["datasets"]) == {"other"}
+    assert kept["last_run"]["violations"][0]["dataset"] == "checked"
