@@ -30,6 +30,14 @@ from pyspark.sql import functions as F
 
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.model import Action, DatasetRules, Expectation
+from sdp_expect.names import (
+    DROPPED_FLAG_COLUMN,
+    FAILED_EXPECTATIONS_COLUMN,
+    METRICS_COLUMNS,
+    metrics_comment,
+    quarantine_comment,
+    record_log_comment,
+)
 from sdp_expect.options import PipelineOptions
 
 __all__ = [
@@ -45,24 +53,6 @@ __all__ = [
     "record_log_comment",
     "sql_string",
 ]
-
-FAILED_EXPECTATIONS_COLUMN = "_failed_expectations"
-"""The quarantine's extra column: names of all warn and drop rules a record violated."""
-
-DROPPED_FLAG_COLUMN = "_dropped"
-"""In a streaming table's record log: whether the record was dropped."""
-
-METRICS_COLUMNS = (
-    "dataset",
-    "expectation",
-    "action",
-    "constraint",
-    "passed_records",
-    "failed_records",
-    "total_records",
-    "dropped_records",
-)
-"""The columns of ``<dataset>_dq_metrics``, in order (contract section 6)."""
 
 NO_RETRY_CONF = {"spark.sql.pipelines.maxFlowRetryAttempts": "0"}
 """Per-flow setting for flows with fail rules: a failed expectation is not retried."""
@@ -90,34 +80,6 @@ class CompanionPlan:
     quarantine: Optional[str] = None
     record_log: Optional[str] = None
     metrics: Optional[str] = None
-
-
-def quarantine_comment(dataset: str) -> str:
-    """The comment of a dataset's quarantine (every front end writes this one).
-
-    :param dataset: The dataset's name.
-    """
-    return f"Records that sdp-expect dropped from {dataset}"
-
-
-def record_log_comment(dataset: str) -> str:
-    """The comment of a streaming table's record log.
-
-    :param dataset: The streaming table's name.
-    """
-    return (f"Per record of {dataset}: whether dropped, and the rules it violated "
-            "(sdp-expect metrics log)")
-
-
-def metrics_comment(dataset: str, *, streaming: bool) -> str:
-    """The comment of a dataset's metrics view.
-
-    :param dataset: The dataset's name.
-    :param streaming: True for a streaming table (cumulative counts).
-    """
-    if streaming:
-        return f"Data-quality metrics of {dataset}, cumulative since its last full refresh"
-    return f"Data-quality metrics of {dataset} for the latest update"
 
 
 def plan_companions(

@@ -34,6 +34,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, TextIO
 
+from sdp_expect import names
+
 __all__ = [
     "DatasetSummary",
     "QualityReport",
@@ -57,22 +59,14 @@ __all__ = [
 
 METRICS_SUFFIX = "_dq_metrics"
 """Suffix of a dataset's metrics table."""
-METRICS_COLUMNS = (
-    "dataset",
-    "expectation",
-    "action",
-    "constraint",
-    "passed_records",
-    "failed_records",
-    "total_records",
-    "dropped_records",
-)
+METRICS_COLUMNS = names.METRICS_COLUMNS
 """The metrics table's columns (contract section 6)."""
-FAILED_EXPECTATIONS = "_failed_expectations"
+FAILED_EXPECTATIONS = names.FAILED_EXPECTATIONS_COLUMN
 """The quarantine's column with the names of the rules a record violated."""
-QUARANTINE_COMMENT = re.compile(r"^Records that sdp-expect dropped from (?P<dataset>.+)$")
+QUARANTINE_COMMENT = re.compile(
+    "^" + re.escape(names.quarantine_comment("")) + "(?P<dataset>.+)$")
 """The comment sdp-expect gives a quarantine table (Python and SQL front ends)."""
-STREAMING_METRICS_COMMENT = "cumulative since its last full refresh"
+STREAMING_METRICS_COMMENT = names.metrics_comment("", streaming=True).split(", ", 1)[1]
 """Part of the comment of a streaming table's metrics table."""
 HISTORY_FILE = os.path.join(".sdp-expect", "dq-history.json")
 """Where ``sdp-expect run`` keeps each dataset's last successful summary (in the project)."""

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pyspark
 import pytest
+from cli_helpers import user_env
 from sdp_runner import copy_project
 
 REPO = Path(__file__).resolve().parent.parent
@@ -24,15 +25,6 @@ EXAMPLE = "spark42" if SPARK >= (4, 2) else "spark41"
 HIVE = ["--conf", "spark.sql.catalogImplementation=hive"]
 
 pytestmark = pytest.mark.cli
-
-
-def user_env() -> dict[str, str]:
-    """The environment a user's shell would have (not the test server's client state)."""
-    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
-    for key in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE",
-                "SPARK_CONNECT_AUTHENTICATE_TOKEN"):
-        env.pop(key, None)
-    return env
 
 
 def spark_pipelines(project: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import user_env
 from sdp_runner import copy_project
 
 from sdp_expect import sql
@@ -23,15 +24,6 @@ REPO = Path(__file__).resolve().parent.parent
 HIVE = ["--conf", "spark.sql.catalogImplementation=hive"]
 
 pytestmark = pytest.mark.cli
-
-
-def user_env() -> dict[str, str]:
-    """The environment a user's shell would have (not the test server's client state)."""
-    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
-    for key in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE",
-                "SPARK_CONNECT_AUTHENTICATE_TOKEN"):
-        env.pop(key, None)
-    return env
 
 
 def command(name: str) -> str:
