@@ -361,9 +361,7 @@ def test_spark_s_other_errors_name_the_databricks_sql_statement(make_pipeline, t
     files = include_project(tmp_path / "project", """\
         CREATE OR REFRESH MATERIALIZED VIEW fine AS SELECT 1 AS id;
 
-        CREATE OR REFRESH MATERIALIZED VIEW clustered (
-          CONSTRAINT positive EXPECT (id > 0) ON VIOLATION DROP ROW
-        ) CLUSTER BY (id) AS SELECT 1 AS id;
+        DROP TABLE IF EXISTS somewhere_else;
         """)
     result = make_pipeline(files=files).run()
     assert not result.ok
