@@ -21,6 +21,7 @@ from typing import Callable, Optional
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sql_text import statements_of
 
 from sdp_expect import sql
 from sdp_expect.dbsql.parse import parse
@@ -226,20 +227,6 @@ def written(draw: st.DrawFn) -> tuple[Spec, str, str]:
     messy = Writer(pick, case).write(spec) + draw(st.sampled_from(["", ";", " ;\n-- end\n"]))
     plain = Writer(lambda options: " ", str.upper).write(spec)
     return spec, messy, plain
-
-
-def statements_of(text: str) -> list[str]:
-    """Statements of SQL text: comments left out, whitespace collapsed."""
-    out, current, position = [], [], 0
-    for token in tokenize(text, keep_comments=True):
-        current.append(text[position:token.start])
-        position = token.end
-        if token.kind is TokenKind.SEMICOLON:
-            out.append(re.sub(r"\s+", " ", "".join(current)).strip())
-            current = []
-        else:
-            current.append(" " if token.kind is TokenKind.COMMENT else token.text)
-    return out
 
 
 # --------------------------------------------------------------------------- properties

@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from sql_text import statements_of
 
 from sdp_expect import cli, sql
 from sdp_expect.dbsql.parse import parse
@@ -20,7 +21,6 @@ from sdp_expect.dbsql.statements import (
 )
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.model import Action
-from sdp_expect.sqltokens import TokenKind, tokenize
 
 DOCS = Path(__file__).resolve().parent / "fixtures" / "sql" / "lakeflow_docs"
 
@@ -36,20 +36,6 @@ def one(text: str) -> DatasetStatement:
 def translated(text: str, **conf: str) -> str:
     return sql.translate(textwrap.dedent(text), "f.sql",
                          conf={k.replace("__", "."): v for k, v in conf.items()})
-
-
-def statements_of(text: str) -> list[str]:
-    """The statements of translated SQL, comments left out, whitespace collapsed."""
-    out, current, position = [], [], 0
-    for token in tokenize(text, keep_comments=True):
-        current.append(text[position:token.start])
-        position = token.end
-        if token.kind is TokenKind.SEMICOLON:
-            out.append(re.sub(r"\s+", " ", "".join(current)).strip())
-            current = []
-        else:
-            current.append(" " if token.kind is TokenKind.COMMENT else token.text)
-    return out
 
 
 def raises(code: str, text: str, **kwargs: object) -> SdpExpectError:
