@@ -2,9 +2,9 @@
 
 Subcommands:
 
-- ``sdp-expect validate PATH... [--format text|json]``: check rule files (or
-  directories of them) without starting Spark. Exit status 0 when all is
-  well, 1 when anything is wrong, 2 for a usage error.
+- ``sdp-expect validate PATH... [--format text|json]``: check rule files and
+  Databricks SQL files (or directories of them) without starting Spark. Exit
+  status 0 when all is well, 1 when anything is wrong, 2 for a usage error.
 - ``sdp-expect translate FILE.sql... [--spec SPEC] [--conf KEY=VALUE]... [-o OUT]``: print the
   open-source SDP SQL of Databricks SQL pipeline files, without Spark. Exit
   status 0 when every file translates, 1 for a coded error, 2 for a usage error.
@@ -67,13 +67,15 @@ def _write(stream: TextIO, text: str) -> None:
 def _add_validate(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "validate",
-        help="check rule files without starting Spark",
-        description="Check rule files (YAML or JSON) and directories of them. Prints every "
-        "error with its file, rule and code. Exit status: 0 all well, 1 errors found, "
+        help="check rule files and Databricks SQL files without starting Spark",
+        description="Check rule files (YAML or JSON), Databricks SQL files (CONSTRAINT ... "
+        "EXPECT, and the rule files they name) and directories of them. Prints every "
+        "error with its file, place and code. Exit status: 0 all well, 1 errors found, "
         "2 usage error.",
     )
     parser.add_argument("paths", nargs="+", metavar="PATH",
-                        help="a rule file, or a directory searched for *.yml, *.yaml, *.json")
+                        help="a rule file or SQL file, or a directory searched for *.yml, "
+                        "*.yaml, *.json, *.sql")
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="output format (default: text)")
     parser.set_defaults(handler=_run_validate)

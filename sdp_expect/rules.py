@@ -20,6 +20,7 @@ else is an :class:`~sdp_expect.errors.SdpExpectError`; no input makes
 from __future__ import annotations
 
 import datetime
+import difflib
 import json
 import os
 import re
@@ -614,6 +615,9 @@ class RuleFileCheck:
     :param entries: The valid rules, in file order.
     :param errors: Every mistake, in file order; empty when the file is valid.
     :param complete: False when checking stopped after :data:`MAX_ERRORS` errors.
+    :param warnings: Things that are not errors but probably mistakes, each a
+        sentence naming its rule: keys the grammar does not know, which are
+        ignored (a misspelt ``failureAction`` leaves the rule a warn rule).
     """
 
     file: str
@@ -621,6 +625,7 @@ class RuleFileCheck:
     entries: tuple[RuleEntry, ...]
     errors: tuple[RuleError, ...]
     complete: bool = True
+    warnings: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -635,6 +640,11 @@ class RuleFileCheck:
         """
         return [e.expectation for e in self.entries if tag is None or tag in e.tags]
 
+    def raise_errors(self) -> None:
+        """Raise :class:`RuleFileError` listing every error, when the file has any."""
+        if self.errors:
+            raise RuleFileError(self.file, self.errors, complete=self.complete)
+
 
 class _Reader:
     """Walks a parsed document, collecting rules and errors in file order."""
@@ -647,6 +657,7 @@ class _Reader:
         self.entries: list[RuleEntry] = []
         self.names: dict[str, tuple[int, str]] = {}
         self.rules = 0
+        self.warnings: list[str] = []
         self.group: Optional[str] = None
 
     def error(self, code: str, detail: str, rule: Optional[str] = None,
@@ -716,12 +727,18 @@ class _Reader:
                        f"once in one mapping{where}; only the last would be kept", rule,
                        fix="remove or rename the repeated key")
 
-    def check_body(self, body: dict[Any, Any], rule: str) -> None:
-        """Check the mapping of one rule: no repeated keys, every key text."""
+    def check_body(self, body: dict[Any, Any], rule: str, known: tuple[str, ...]) -> None:
+        """Check the mapping of one rule: no repeated keys, every key text.
+
+        A key that is not in ``known`` is ignored, as the grammar says nothing of
+        it, but recorded as a warning (with the known key it most resembles).
+        """
         self.check_duplicates(body, rule)
         for key in body:
             if not isinstance(key, str):
                 self.not_text("the key", key, rule, "{}")
+            elif key not in known:
+                self.warnings.append(_unknown_key_warning(rule, key, known))
 
     def repeated(self, mapping: dict[Any, Any]) -> dict[object, str]:
         """The keys of a mapping of rules that are written more than once, with where."""
@@ -749,7 +766,7 @@ class _Reader:
 
     def read_list_entry(self, entry: dict[Any, Any], label: str) -> None:
         before = len(self.errors)
-        self.check_body(entry, label)
+        self.check_body(entry, label, _LIST_KEYS)
         action = self.list_action(entry, label)
         constraint, bad_constraint = self.text_field(entry, ("constraint", "expression"), label)
         name, bad_name = self.text_field(entry, ("name", "message"), label)
@@ -847,7 +864,7 @@ class _Reader:
                        label, fix=f"in the mapping format the key is the constraint and the "
                        f"value a mapping{hint} with action and name, or nothing")
             return Action.WARN, None, False
-        self.check_body(body, label)
+        self.check_body(body, label, _MAPPING_KEYS)
         for wrong in ("failureAction", "type"):
             if wrong in body:
                 self.error("SDPX-VAL-006", f"the mapping format takes action, not {wrong} "
@@ -975,7 +992,25 @@ def check_file(
         reader.read(document.data)
     except _StopReading:
         return RuleFileCheck(shown, reader.rules, (), tuple(reader.errors), complete=False)
-    return RuleFileCheck(shown, reader.rules, tuple(reader.entries), tuple(reader.errors))
+    return RuleFileCheck(shown, reader.rules, tuple(reader.entries), tuple(reader.errors),
+                         warnings=tuple(reader.warnings))
+
+
+_LIST_KEYS = ("name", "message", "constraint", "expression", "failureAction", "type", "tag",
+              "tags", "action")
+_MAPPING_KEYS = ("action", "name", "failureAction", "type")
+
+
+def _unknown_key_warning(rule: str, key: str, known: tuple[str, ...]) -> str:
+    """The warning for a rule key the grammar does not know (it is ignored).
+
+    :param rule: The rule, e.g. ``'rule 3'``.
+    :param key: The unknown key.
+    :param known: The keys this format knows.
+    """
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(known)}"
+    return f"{rule}: the key {key!r} is not part of the grammar and is ignored{hint}"
 
 
 def _resolve(shown: str, base_dir: Optional[StrPath]) -> Path:
@@ -1011,8 +1046,7 @@ def load(
         SDPX-VAL-001, -002, -003, -006, -008, -009, -010, -011, -071).
     """
     result = check_file(path, base_dir=base_dir, dataset=dataset)
-    if result.errors:
-        raise RuleFileError(result.file, result.errors, complete=result.complete)
+    result.raise_errors()
     if tag is not None and not isinstance(tag, str):
         raise SdpExpectError("SDPX-VAL-008", f"the tag is {_kind(tag)}, not text",
                              location=result.file, dataset=dataset, fix="pass the tag as a string")

@@ -1,16 +1,25 @@
-"""Check rule files without running a pipeline (``sdp-expect validate``).
+"""Check rule files and Databricks SQL files without running a pipeline (``sdp-expect validate``).
 
-:func:`validate_paths` reads each rule file, or every rule file under a
-directory, and collects every error with its file, rule and code. Nothing
-here imports pyspark or starts Spark.
+:func:`validate_paths` reads each file, or every such file under a directory,
+and collects every error with its file, place and code. Nothing here imports
+pyspark or starts Spark.
 
 Which files are checked, and how, is decided by their suffix through
 :data:`CHECKERS`; other modules plug in more kinds with
-:func:`register_checker`. Today ``.yml``, ``.yaml`` and ``.json`` are rule
-files. SQL files (``.sql``, with Databricks ``CONSTRAINT ... EXPECT``
-clauses) are **not yet supported**: naming one gives a note saying it was not
-checked, not an error. A file with any other suffix, named explicitly, is
-read as a rule file (the format is decided by the content).
+:func:`register_checker`:
+
+- ``.yml``, ``.yaml`` and ``.json`` are rule files (:func:`check_rule_file`,
+  the grammar of ``docs/rule-files.md``);
+- ``.sql`` files are Databricks SQL pipeline files (:func:`check_sql_file`, in
+  :mod:`sdp_expect.validate_sql`): each statement is read as
+  ``sdp_expect.sql.include`` reads it, every ``CONSTRAINT ... EXPECT`` is
+  checked as a rule file's constraint is, and a rule file that a
+  ``'sdp_expect.rules'`` table property names is checked too, as a file of its
+  own (its errors name the rule file).
+
+A file with any other suffix, named explicitly, is read as a rule file (the
+format is decided by the content). Each file is checked once, however often it
+is named or referenced.
 """
 
 from __future__ import annotations
@@ -20,18 +29,22 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Optional, Sequence, Union
 
-from sdp_expect.rules import check_file
+from sdp_expect.rules import RuleFileCheck, check_file
 
 __all__ = [
     "CHECKERS",
     "Checker",
     "FileResult",
     "NOT_YET_SUPPORTED",
+    "PIPELINE_SPECS",
+    "ReferencedFile",
     "ValidationIssue",
     "ValidationNote",
     "ValidationReport",
     "check_rule_file",
+    "check_sql_file",
     "register_checker",
+    "rule_file_result",
     "validate_paths",
 ]
 
@@ -43,9 +56,12 @@ class ValidationIssue:
     """One error found in a file.
 
     :param code: The error code, e.g. ``SDPX-VAL-006``.
-    :param file: The file as named on the command line (or found under a directory).
-    :param rule: The rule concerned (``'rule 3'``, ``"rule 'id > 0'"``), or
-        ``None`` when the error concerns the whole file.
+    :param file: The file as named on the command line (or found under a
+        directory, or named by a SQL file's ``'sdp_expect.rules'``).
+    :param rule: The place concerned: in a rule file the rule (``'rule 3'``,
+        ``"rule 'id > 0'"``); in a SQL file the line and what is known of the
+        dataset and expectation (``"line 5, column 3, dataset 'orders',
+        expectation 'valid_id'"``); ``None`` when the error concerns the whole file.
     :param message: What is wrong and how to fix it.
     :param expectation: The expectation's name, when known.
     """
@@ -81,11 +97,26 @@ class FileResult:
     :param rules: How many rules (or constraints) the file holds, valid or not.
     :param errors: Every error found, in file order.
     :param notes: Anything else worth knowing about the file.
+    :param references: Other files that this one names and that were checked
+        with it (the rule files of a SQL file's ``'sdp_expect.rules'``).
     """
 
     rules: int
     errors: tuple[ValidationIssue, ...] = ()
     notes: tuple[ValidationNote, ...] = ()
+    references: tuple[ReferencedFile, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReferencedFile:
+    """A file that a checked file names, and what checking it found.
+
+    :param path: The file as shown (a path from the current directory, or absolute).
+    :param result: What its checker found.
+    """
+
+    path: str
+    result: FileResult
 
 
 Checker = Callable[[str], FileResult]
@@ -97,35 +128,51 @@ def check_rule_file(path: str) -> FileResult:
 
     :param path: The file, relative to the current directory or absolute.
     """
-    result = check_file(path)
+    return rule_file_result(check_file(path), path)
+
+
+def rule_file_result(result: RuleFileCheck, shown: str) -> FileResult:
+    """What :func:`sdp_expect.rules.check_file` found, as a :class:`FileResult`.
+
+    :param result: The rule file's check.
+    :param shown: The file as the report names it.
+    """
     errors = tuple(
         ValidationIssue(
             code=e.code,
-            file=e.file,
+            file=shown,
             rule=e.rule,
             message=f"{e.detail}. Fix: {e.fix}.",
             expectation=e.expectation,
         )
         for e in result.errors
     )
-    notes = () if result.complete else (
-        ValidationNote(result.file, f"checking stopped after {len(errors)} errors"),
-    )
+    notes = tuple(ValidationNote(shown, warning) for warning in result.warnings)
+    if not result.complete:
+        notes += (ValidationNote(shown, f"checking stopped after {len(errors)} errors"),)
     return FileResult(rules=result.rules, errors=errors, notes=notes)
+
+
+def check_sql_file(path: str) -> FileResult:
+    """Check one Databricks SQL file and the rule files it names (:mod:`sdp_expect.validate_sql`).
+
+    :param path: The file, relative to the current directory or absolute.
+    """
+    from sdp_expect.validate_sql import check_sql_file as check_sql
+
+    return check_sql(path)
 
 
 CHECKERS: dict[str, Checker] = {
     ".yml": check_rule_file,
     ".yaml": check_rule_file,
     ".json": check_rule_file,
+    ".sql": check_sql_file,
 }
 """Suffix (lower case, with the dot) to checker; directories are searched for these suffixes."""
 
-NOT_YET_SUPPORTED: dict[str, str] = {
-    ".sql": "not checked: SQL files (CONSTRAINT ... EXPECT clauses) are not yet supported by "
-    "sdp-expect validate",
-}
-"""Suffix to the note given when such a file is named explicitly."""
+NOT_YET_SUPPORTED: dict[str, str] = {}
+"""Suffix to the note given when such a file is named explicitly (none today)."""
 
 
 def register_checker(suffix: str, checker: Checker) -> None:
@@ -153,6 +200,7 @@ class ValidationReport:
     notes: list[ValidationNote] = field(default_factory=list)
     files_checked: int = 0
     rules_checked: int = 0
+    _seen: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -185,7 +233,9 @@ class ValidationReport:
         return "\n".join(lines) + "\n"
 
     def add(self, result: FileResult) -> None:
-        """Count one checked file and keep its errors and notes.
+        """Count one checked file and keep its errors and notes, then those of its references.
+
+        A referenced file already in the report is not counted again.
 
         :param result: What its checker found.
         """
@@ -193,6 +243,29 @@ class ValidationReport:
         self.rules_checked += result.rules
         self.errors.extend(result.errors)
         self.notes.extend(result.notes)
+        for reference in result.references:
+            if self.first_time(reference.path):
+                self.add(reference.result)
+
+    def check(self, path: str, checker: Checker) -> None:
+        """Check ``path`` with ``checker`` and add the result, unless the file is in the report.
+
+        :param path: The file as shown.
+        :param checker: The function that checks it.
+        """
+        if self.first_time(path):
+            self.add(checker(path))
+
+    def first_time(self, path: str) -> bool:
+        """True the first time a file is named (by its real path); remembers it.
+
+        :param path: The file as shown.
+        """
+        key = _real_path(path)
+        if key in self._seen:
+            return False
+        self._seen.add(key)
+        return True
 
 
 def validate_paths(paths: Sequence[StrPath]) -> ValidationReport:
@@ -200,7 +273,9 @@ def validate_paths(paths: Sequence[StrPath]) -> ValidationReport:
 
     :param paths: Files, or directories searched (recursively, skipping names
         that start with a dot) for files whose suffix has a checker in
-        :data:`CHECKERS` (``.yml``, ``.yaml``, ``.json``), taken in sorted order.
+        :data:`CHECKERS` (``.yml``, ``.yaml``, ``.json``, ``.sql``), taken in
+        sorted order. A file named twice, or found again as the rule file of a
+        SQL file, is checked once.
     :returns: The report; ``report.ok`` is True when nothing is wrong.
     """
     report = ValidationReport()
@@ -213,12 +288,20 @@ def validate_paths(paths: Sequence[StrPath]) -> ValidationReport:
     return report
 
 
+PIPELINE_SPECS = frozenset({"spark-pipeline.yml", "spark-pipeline.yaml"})
+"""File names of pipeline specs: never rule files, so not checked (a note when named)."""
+
+
 def _check_named_file(path: str, report: ValidationReport) -> None:
     suffix = os.path.splitext(path)[1].lower()
+    if os.path.basename(path) in PIPELINE_SPECS:
+        report.notes.append(ValidationNote(
+            path, "not checked: a pipeline spec (spark-pipeline.yml), not a rule file"))
+        return
     if suffix in NOT_YET_SUPPORTED and suffix not in CHECKERS:
         report.notes.append(ValidationNote(path, NOT_YET_SUPPORTED[suffix]))
         return
-    report.add(CHECKERS.get(suffix, check_rule_file)(path))
+    report.check(path, CHECKERS.get(suffix, check_rule_file))
 
 
 def _check_directory(directory: str, report: ValidationReport) -> None:
@@ -229,7 +312,7 @@ def _check_directory(directory: str, report: ValidationReport) -> None:
             "cannot read the directory. Fix: check that it exists and is readable.",
         ))
     for path in found:
-        report.add(CHECKERS[os.path.splitext(path)[1].lower()](path))
+        report.check(path, CHECKERS[os.path.splitext(path)[1].lower()])
     if not found and not unreadable:
         suffixes = ", ".join(sorted(CHECKERS))
         report.notes.append(ValidationNote(directory, f"no files ending in {suffixes} here"))
@@ -248,10 +331,22 @@ def _files_under(directory: str) -> tuple[list[str], list[str]]:
         found.extend(
             os.path.join(root, name)
             for name in files
-            if not name.startswith(".") and os.path.splitext(name)[1].lower() in CHECKERS
+            if not name.startswith(".") and name not in PIPELINE_SPECS
+            and os.path.splitext(name)[1].lower() in CHECKERS
         )
     return sorted(found, key=_sort_key), sorted(unreadable)
 
 
 def _sort_key(path: str) -> tuple[str, ...]:
     return tuple(path.replace(os.sep, "/").split("/"))
+
+
+def _real_path(path: str) -> str:
+    """The file's canonical path (symbolic links resolved), or ``path`` when it has none.
+
+    :param path: The file as shown.
+    """
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return path

@@ -11,7 +11,7 @@ import pytest
 from sdp_expect import rules
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.model import Action, Expectation
-from sdp_expect.rules import RuleError, RuleFileError, as_kwargs, load
+from sdp_expect.rules import RuleError, RuleFileError, as_kwargs, check_file, load
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "rules"
 SAME = FIXTURES / "same"
@@ -260,6 +260,62 @@ def test_grouped_origin_names_the_rule_key(tmp_path: Path) -> None:
 def test_a_mapping_with_other_keys_is_the_mapping_format(tmp_path: Path) -> None:
     got = load_text(tmp_path, "expect_or_drop:\n  action: drop\nid > 0:\n")
     assert triples(got) == [("expect_or_drop", "expect_or_drop", DROP), ("id > 0", "id > 0", WARN)]
+
+
+# --------------------------------------------------------------------------- unknown keys
+# Inside a rule, keys the grammar does not name are ignored (docs/rule-files.md, "Other
+# keys"); at the top level every key of a mapping is a rule (or a group), and beside
+# `expectations:` no other key may stand (SDPX-VAL-008, below).
+
+
+def test_unknown_keys_of_a_list_entry_are_ignored(tmp_path: Path) -> None:
+    got = load_text(tmp_path, "- name: n\n  constraint: a > 0\n  failureAction: drop\n"
+                    "  description: why\n  owner: {team: x}\n")
+    assert triples(got) == [("n", "a > 0", DROP)]
+
+
+def test_unknown_keys_of_a_mapping_format_rule_are_ignored(tmp_path: Path) -> None:
+    got = load_text(tmp_path, "a > 0:\n  action: fail\n  name: n\n  severity: [high]\n")
+    assert triples(got) == [("n", "a > 0", FAIL)]
+
+
+def test_unknown_keys_of_a_wrapped_list_entry_are_ignored(tmp_path: Path) -> None:
+    got = load_text(tmp_path, '{"expectations": [{"name": "n", "constraint": "a", "why": 1}]}',
+                    "r.json")
+    assert triples(got) == [("n", "a", WARN)]
+
+
+def test_unknown_keys_are_reported_as_warnings_with_the_nearest_known_key(
+    tmp_path: Path,
+) -> None:
+    path = write(tmp_path, "- name: a\n  constraint: x > 0\n  failure_action: fail\n"
+                 "- {name: b, constraint: y, colour: red}\n")
+    checked = check_file(path)
+    assert checked.ok and [e.expectation.action for e in checked.entries] == [WARN, WARN]
+    assert checked.warnings == (
+        "rule 1: the key 'failure_action' is not part of the grammar and is ignored; "
+        "did you mean 'failureAction'?",
+        "rule 2: the key 'colour' is not part of the grammar and is ignored; known keys: "
+        "name, message, constraint, expression, failureAction, type, tag, tags, action",
+    )
+    mapping = check_file(write(tmp_path, "a > 0:\n  acton: drop\n", "m.yml"))
+    assert mapping.warnings == ("rule 'a > 0': the key 'acton' is not part of the grammar "
+                                "and is ignored; did you mean 'action'?",)
+    assert check_file(write(tmp_path, "- {name: n, constraint: a}\n", "ok.yml")).warnings == ()
+
+
+def test_an_unknown_key_that_is_not_text_is_still_an_error(tmp_path: Path) -> None:
+    assert only_error(tmp_path, "- {name: n, constraint: a, 7: x}\n").code == "SDPX-VAL-008"
+
+
+def test_an_unknown_top_level_key_beside_groups_makes_the_mapping_format(
+    tmp_path: Path,
+) -> None:
+    # Not all keys are groups: each top-level key is a constraint, and a group's
+    # {name: constraint} mapping is then a rule body whose keys are ignored.
+    got = load_text(tmp_path, "expect_or_drop: {valid: id > 0}\nid IS NOT NULL:\n")
+    assert triples(got) == [("expect_or_drop", "expect_or_drop", WARN),
+                            ("id IS NOT NULL", "id IS NOT NULL", WARN)]
 
 
 # --------------------------------------------------------------------------- SDPX-VAL-001

@@ -145,7 +145,7 @@ def test_json_output_survives_odd_characters(
 # --------------------------------------------------------------------------- directories
 
 
-def test_directory_checks_every_rule_file_sorted(tmp_path: Path) -> None:
+def test_directory_checks_every_rule_and_sql_file_sorted(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
     (tmp_path / ".hidden").mkdir()
     (tmp_path / "b" / "z.yaml").write_text("- 1\n", encoding="utf-8")
@@ -155,7 +155,7 @@ def test_directory_checks_every_rule_file_sorted(tmp_path: Path) -> None:
     (tmp_path / "query.sql").write_text("SELECT 1", encoding="utf-8")
     (tmp_path / ".hidden" / "x.yml").write_text("- 1\n", encoding="utf-8")
     report = validate_paths([tmp_path])
-    assert report.files_checked == 3
+    assert report.files_checked == 4  # a.json, b/z.yaml, c.yml, query.sql
     assert report.rules_checked == 2
     assert [(e.file, e.code) for e in report.errors] == [
         (str(tmp_path / "b" / "z.yaml"), "SDPX-VAL-008")
@@ -175,16 +175,38 @@ def test_empty_directory_is_a_note_not_an_error(tmp_path: Path) -> None:
     assert report.notes[0].file == str(tmp_path)
 
 
-def test_sql_file_is_noted_as_not_yet_supported(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_sql_file_is_checked(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = tmp_path / "orders.sql"
-    path.write_text("CREATE MATERIALIZED VIEW x AS SELECT 1", encoding="utf-8")
+    path.write_text("CREATE MATERIALIZED VIEW x (CONSTRAINT c EXPECT (id > 0)) AS SELECT 1",
+                    encoding="utf-8")
     code, out, _ = run(capsys, "validate", str(path), GOOD)
     assert code == 0
-    assert f"note: {path}: not checked: SQL files" in out
-    assert "not yet supported" in out
-    assert out.splitlines()[-1] == "checked 1 file, 2 rules: no errors"
+    assert "note:" not in out
+    assert out.splitlines()[-1] == "checked 2 files, 3 rules: no errors"
+
+
+def test_unknown_rule_keys_are_notes_and_the_exit_status_stays_0(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    rules = tmp_path / "rules.yml"
+    rules.write_text("- name: a\n  constraint: x > 0\n  failure_action: fail\n")
+    code, out, _ = run(capsys, "validate", str(rules))
+    assert code == 0
+    assert (f"note: {rules}: rule 1: the key 'failure_action' is not part of the grammar "
+            "and is ignored; did you mean 'failureAction'?") in out
+
+
+def test_a_project_folder_skips_its_pipeline_spec(tmp_path: Path) -> None:
+    (tmp_path / "spark-pipeline.yml").write_text(
+        "name: p\nlibraries:\n  - glob:\n      include: transformations/**\n")
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "orders.yml").write_text("id IS NOT NULL:\n  action: drop\n")
+    report = validate_paths([tmp_path])
+    assert report.ok and report.files_checked == 1 and report.rules_checked == 1
+    named = validate_paths([tmp_path / "spark-pipeline.yml"])
+    assert named.ok and named.files_checked == 0
+    assert [n.message for n in named.notes] == [
+        "not checked: a pipeline spec (spark-pipeline.yml), not a rule file"]
 
 
 def test_explicit_file_with_another_suffix_is_read_as_a_rule_file(tmp_path: Path) -> None:

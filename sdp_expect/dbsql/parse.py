@@ -20,13 +20,19 @@ regard to case. Constraints, queries and column definitions are kept as the
 user wrote them; ``LIVE.`` qualifiers (also `` `LIVE`.x ``) are removed.
 Databricks-only constructs raise SDPX-SQL-301 naming the construct and what to
 do instead; syntax errors raise SDPX-SQL-302 with the file, line and column.
+
+:func:`parse` raises the first error. :func:`check` reads the same way but
+collects every error of the file (for ``sdp-expect validate``): an error ends
+its statement and reading goes on with the next one; in a dataset's column
+list, an error in one ``CONSTRAINT`` clause does not stop the next clauses.
+Nothing here imports pyspark when ``auto_cdc`` is given.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Optional, Sequence
+from dataclasses import dataclass, field
+from typing import Iterator, Optional, Sequence
 
 from sdp_expect import rules as rule_files
 from sdp_expect.dbsql.statements import (
@@ -45,7 +51,15 @@ from sdp_expect.errors import SdpExpectError
 from sdp_expect.model import Action, DatasetRules, QuarantineSpec, make_expectation
 from sdp_expect.sqltokens import SqlTokenError, Token, TokenKind, is_keyword, tokenize
 
-__all__ = ["DATABRICKS_ONLY_FUNCTIONS", "parse", "sql_auto_cdc_available"]
+__all__ = [
+    "DATABRICKS_ONLY_FUNCTIONS",
+    "Findings",
+    "RuleFileUse",
+    "auto_cdc_in",
+    "check",
+    "parse",
+    "sql_auto_cdc_available",
+]
 
 _FILE_SOURCE_FIX = (
     "read the files in a Python file of the pipeline, e.g. a @dp.table returning "
@@ -85,8 +99,16 @@ def sql_auto_cdc_available() -> bool:
     """True when the installed Spark reads ``AUTO CDC`` in SQL (Spark 4.3 and later)."""
     import pyspark
 
+    return auto_cdc_in(pyspark.__version__)
+
+
+def auto_cdc_in(version: str) -> bool:
+    """True when Spark of this version reads ``AUTO CDC`` in SQL (4.3 and later).
+
+    :param version: A pyspark version, e.g. ``'4.1.0'`` or ``'4.3.0.dev1'``.
+    """
     try:
-        major, minor = (int(part) for part in pyspark.__version__.split(".")[:2])
+        major, minor = (int(part) for part in version.split(".")[:2])
     except ValueError:
         return False
     return (major, minor) >= (4, 3)
@@ -268,23 +290,114 @@ def parse(text: str, file: str, *, base_dir: Optional[str] = None,
         syntax error), -304 (an ``sdp_expect.*`` property it does not
         understand), and the expectation model's codes (SDPX-VAL-*).
     """
+    tokens = _tokens(text, file)
+    allow_cdc = sql_auto_cdc_available() if auto_cdc is None else auto_cdc
+    return [_Statement(_Cursor(current, text, file), base_dir, allow_cdc).read()
+            for current in _split(tokens)]
+
+
+@dataclass(frozen=True)
+class RuleFileUse:
+    """A rule file that a dataset's ``'sdp_expect.rules'`` property names, as checked.
+
+    :param check: What :func:`sdp_expect.rules.check_file` found in it; its
+        ``file`` is the path as written in the property.
+    :param base_dir: The folder that path was taken from.
+    :param position: Where the property is written.
+    :param dataset: The dataset whose property it is.
+    """
+
+    check: rule_files.RuleFileCheck
+    base_dir: str
+    position: Position
+    dataset: str
+
+
+@dataclass
+class Findings:
+    """What :func:`check` found in one Databricks SQL file.
+
+    :param statements: The statements read without error, in file order.
+    :param errors: Every error, in file order (a rule file's errors come as one
+        :class:`~sdp_expect.rules.RuleFileError`, also found in ``rule_files``).
+    :param constraints: How many ``CONSTRAINT ... EXPECT`` (or ``CHECK``, ...)
+        clauses were read, valid or not.
+    :param rule_files: The rule files that ``'sdp_expect.rules'`` properties
+        name, each as checked, in file order.
+    """
+
+    statements: list[Statement] = field(default_factory=list)
+    errors: list[SdpExpectError] = field(default_factory=list)
+    constraints: int = 0
+    rule_files: list[RuleFileUse] = field(default_factory=list)
+
+
+def check(text: str, file: str, *, base_dir: Optional[str] = None,
+          auto_cdc: Optional[bool] = None) -> Findings:
+    """Read one Databricks SQL file as :func:`parse` does, collecting every error.
+
+    An error ends its statement; reading goes on with the next one. In a
+    dataset's column list, an error in one ``CONSTRAINT`` clause is kept and
+    the next clauses are read; a Databricks-only function is reported and the
+    statement read further. A text that cannot be split into statements (an
+    unclosed quote or comment) gives its one SDPX-SQL-302.
+
+    :param text: The file's content.
+    :param file: The file as shown in messages.
+    :param base_dir: The folder that relative ``'sdp_expect.rules'`` paths start
+        from; default: the current directory.
+    :param auto_cdc: Whether ``AUTO CDC`` flows may pass on to Spark; default:
+        :func:`sql_auto_cdc_available` (which imports pyspark).
+    """
+    findings = Findings()
     try:
-        tokens = tokenize(text)
+        tokens = _tokens(text, file)
+    except SdpExpectError as error:
+        findings.errors.append(error)
+        return findings
+    allow_cdc = sql_auto_cdc_available() if auto_cdc is None else auto_cdc
+    for current in _split(tokens):
+        before = len(findings.errors)
+        try:
+            statement = _Statement(_Cursor(current, text, file), base_dir, allow_cdc,
+                                   findings).read()
+        except SdpExpectError as error:
+            start = Position(file, current[0].line, current[0].col)
+            findings.errors.append(error.with_context(location=str(start)))
+            continue
+        if len(findings.errors) == before:
+            findings.statements.append(statement)
+    return findings
+
+
+def _tokens(text: str, file: str) -> list[Token]:
+    """The tokens of a whole file (SDPX-SQL-302 for an unclosed quote or comment).
+
+    :param text: The file's content.
+    :param file: The file as shown in messages.
+    """
+    try:
+        return tokenize(text)
     except SqlTokenError as error:
         raise SdpExpectError(_SQL_302, error.message,
                              location=Position(file, error.line, error.col).precise) from None
-    allow_cdc = sql_auto_cdc_available() if auto_cdc is None else auto_cdc
-    statements: list[Statement] = []
+
+
+def _split(tokens: Sequence[Token]) -> Iterator[list[Token]]:
+    """The tokens of each statement, split at ``;`` (empty statements left out).
+
+    :param tokens: The file's tokens.
+    """
     current: list[Token] = []
-    for token in [*tokens, None]:
-        if token is None or token.kind is TokenKind.SEMICOLON:
+    for token in tokens:
+        if token.kind is TokenKind.SEMICOLON:
             if current:
-                cursor = _Cursor(current, text, file)
-                statements.append(_Statement(cursor, base_dir, allow_cdc).read())
+                yield current
             current = []
         else:
             current.append(token)
-    return statements
+    if current:
+        yield current
 
 
 @dataclass
@@ -305,12 +418,17 @@ class _Statement:
     :param cursor: The statement's tokens.
     :param base_dir: Where relative rule-file paths start.
     :param auto_cdc: Whether ``AUTO CDC`` passes on to Spark.
+    :param findings: When given (:func:`check`), the errors that do not end the
+        statement are added to it instead of raised, and constraints and rule
+        files are counted there.
     """
 
-    def __init__(self, cursor: _Cursor, base_dir: Optional[str], auto_cdc: bool) -> None:
+    def __init__(self, cursor: _Cursor, base_dir: Optional[str], auto_cdc: bool,
+                 findings: Optional[Findings] = None) -> None:
         self.cursor = cursor
         self.base_dir = base_dir
         self.auto_cdc = auto_cdc
+        self.findings = findings
         self.refreshed = False
 
     @property
@@ -340,9 +458,13 @@ class _Statement:
             if (token.kind is TokenKind.IDENT and token.text.lower() in DATABRICKS_ONLY_FUNCTIONS
                     and tokens[index + 1].kind is TokenKind.LPAREN
                     and (index == 0 or tokens[index - 1].kind is not TokenKind.DOT)):
-                raise self.cursor.unsupported(
+                error = self.cursor.unsupported(
                     token, f"{token.text.lower()}()", DATABRICKS_ONLY_FUNCTIONS[token.text.lower()]
                 )
+                if self.findings is None:
+                    raise error
+                self.findings.errors.append(error)
+                return
 
     # -- SET ----------------------------------------------------------------------------
     def _set(self) -> SetStatement:
@@ -467,7 +589,7 @@ class _Statement:
         if statement.query is None and dataset_type is not DatasetType.STREAMING_TABLE:
             raise cursor.error(None, f"a {dataset_type.value.lower()} needs AS <query>",
                                dataset=name.dataset)
-        properties.apply(statement, self.base_dir)
+        properties.apply(statement, self.base_dir, self.findings)
         return statement
 
     def _auto_cdc_table(self, statement: DatasetStatement) -> Statement:
@@ -510,7 +632,7 @@ class _Statement:
                     and _is_name_part(element[1])
                     and is_keyword(element[2], "EXPECT", "CHECK", "PRIMARY", "FOREIGN",
                                    "UNIQUE")):
-                self._constraint(statement, element, end)
+                self._collecting_constraint(statement, element, end)
                 continue
             for token in element[1:]:
                 if is_keyword(token, "MASK"):
@@ -518,6 +640,26 @@ class _Statement:
                         token, "a column MASK", "remove the MASK clause: column masks are a "
                         "Unity Catalog feature", dataset=statement.name.dataset)
             statement.columns.append(cursor.text(element[0], element[-1]))
+
+    def _collecting_constraint(self, statement: DatasetStatement, element: Sequence[Token],
+                               end: Token) -> None:
+        """:meth:`_constraint`; with findings, counted, and its error kept instead of raised.
+
+        :param statement: The dataset being read.
+        :param element: The clause's tokens.
+        :param end: The ``,`` or ``)`` after it.
+        """
+        if self.findings is None:
+            self._constraint(statement, element, end)
+            return
+        self.findings.constraints += 1
+        try:
+            self._constraint(statement, element, end)
+        except SdpExpectError as error:
+            self.findings.errors.append(SdpExpectError(
+                error.code, error.detail, dataset=error.dataset or statement.name.dataset,
+                expectation=error.expectation or element[1].value, fix=error.fix,
+                location=error.location or str(self.cursor.position(element[0]))))
 
     def _constraint(self, statement: DatasetStatement, element: Sequence[Token],
                     end: Token) -> None:
@@ -777,6 +919,7 @@ class _Properties:
         self.quarantine_name: Optional[str] = None
         self.metrics: Optional[bool] = None
         self.rules: Optional[str] = None
+        self.rules_at: Optional[Position] = None
         self.tag: Optional[str] = None
 
     def read(self, cursor: _Cursor, prop: Sequence[Token], statement: DatasetStatement) -> None:
@@ -838,14 +981,18 @@ class _Properties:
             self.quarantine_name = value.strip()
         elif key == "sdp_expect.rules":
             self.rules = value
+            self.rules_at = where
         else:
             self.tag = value
 
-    def apply(self, statement: DatasetStatement, base_dir: Optional[str]) -> None:
+    def apply(self, statement: DatasetStatement, base_dir: Optional[str],
+              findings: Optional[Findings] = None) -> None:
         """Set the per-dataset options, then append the rule file's rules (after CONSTRAINTs).
 
         :param statement: The dataset read.
         :param base_dir: Where a relative rule-file path starts.
+        :param findings: Where the rule file is recorded as checked, when given.
+        :raises RuleFileError: listing every error of the rule file.
         """
         rules = statement.rules
         if self.quarantine_name is not None:
@@ -857,6 +1004,10 @@ class _Properties:
             raise SdpExpectError(_SQL_304, "'sdp_expect.rules.tag' without 'sdp_expect.rules'",
                                  dataset=rules.dataset, location=str(statement.position))
         if self.rules is not None:
-            path = self.rules
             folder = base_dir if base_dir is not None else os.getcwd()
-            rules.extend(rule_files.load(path, self.tag, base_dir=folder, dataset=rules.dataset))
+            checked = rule_files.check_file(self.rules, base_dir=folder, dataset=rules.dataset)
+            if findings is not None:
+                findings.rule_files.append(RuleFileUse(
+                    checked, folder, self.rules_at or statement.position, rules.dataset))
+            checked.raise_errors()
+            rules.extend(checked.select(self.tag))

@@ -1,0 +1,211 @@
+"""Check Databricks SQL pipeline files without Spark (``sdp-expect validate x.sql``).
+
+:func:`check_sql_file` reads one ``.sql`` file with
+:func:`sdp_expect.dbsql.parse.check`, the reader of ``sdp_expect.sql.include``
+and ``sdp-expect translate`` in a mode that collects every error instead of
+stopping at the first: each statement is read on its own, and in a dataset's
+column list each ``CONSTRAINT name EXPECT (expr) [ON VIOLATION ...]`` is
+checked as a rule file's constraint is (:func:`sdp_expect.model.make_expectation`:
+SDPX-VAL-010, -011, -001, -002; SDPX-VAL-071 for a name used twice in a
+dataset). Databricks-only constructs are SDPX-SQL-301, syntax errors -302,
+``sdp_expect.*`` properties it does not understand -304, a file it cannot
+read -305.
+
+A rule file named by a ``TBLPROPERTIES ('sdp_expect.rules' = 'rules/x.yml')``
+(relative to the SQL file's folder) is checked as a file of its own: its
+errors name the rule file and its rules count. When it cannot be read, the
+error (SDPX-VAL-003) names the SQL file and the line of the property.
+
+A statement that is not a pipeline statement (``CREATE FUNCTION``, ``SELECT``,
+...) is not an error: Spark judges it when the pipeline runs. What only the
+whole pipeline shows (a ``CREATE FLOW`` into a table declared elsewhere,
+SDPX-DEF-105, -106, -108, a ``SET`` of an unknown ``sdp_expect.*`` key) is
+checked by ``sdp-expect translate`` and when the pipeline is defined.
+
+Nothing here imports pyspark: whether ``AUTO CDC`` may pass on to Spark is
+decided from the installed pyspark's version number (:func:`auto_cdc_allowed`).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import os
+import stat
+from typing import Optional
+
+from sdp_expect.dbsql.parse import Findings, RuleFileUse, auto_cdc_in, check
+from sdp_expect.errors import SdpExpectError
+from sdp_expect.rules import RuleFileCheck, RuleFileError
+from sdp_expect.validate import FileResult, ReferencedFile, ValidationIssue, rule_file_result
+
+__all__ = ["auto_cdc_allowed", "check_sql_file"]
+
+_PYSPARK_DISTRIBUTIONS = ("pyspark", "pyspark-client")
+_UNREADABLE = "SDPX-VAL-003"
+
+
+def check_sql_file(path: str) -> FileResult:
+    """Check one Databricks SQL file, and the rule files its statements name.
+
+    :param path: The file, relative to the current directory or absolute; errors
+        name it as given.
+    :returns: ``rules`` is the number of ``CONSTRAINT`` clauses read, valid or
+        not; each rule file named is a :class:`~sdp_expect.validate.ReferencedFile`.
+    """
+    try:
+        text = _read(path)
+    except SdpExpectError as error:
+        return FileResult(0, (_issue(error, path),))
+    folder = os.path.dirname(path) or os.curdir
+    findings = check(text, path, base_dir=folder, auto_cdc=auto_cdc_allowed())
+    references = tuple(
+        ReferencedFile(shown, rule_file_result(use.check, shown))
+        for use in findings.rule_files
+        if not _unreadable(use.check)
+        for shown in [_rule_file_shown(use.check.file, path)]
+    )
+    return FileResult(findings.constraints, tuple(_issues(findings, path)),
+                      references=references)
+
+
+@functools.lru_cache(maxsize=1)
+def auto_cdc_allowed() -> bool:
+    """Whether ``AUTO CDC`` passes on to Spark, decided without importing pyspark.
+
+    From the installed pyspark's version, as ``sdp_expect.sql.include`` decides
+    it (Spark 4.3 and later read it); without pyspark, it passes on for Spark to
+    judge.
+    """
+    for distribution in _PYSPARK_DISTRIBUTIONS:
+        try:
+            return auto_cdc_in(importlib.metadata.version(distribution))
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return True
+
+
+def _read(path: str) -> str:
+    """The file's text (UTF-8, a byte order mark dropped), or SDPX-SQL-305.
+
+    :param path: The file.
+    """
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise SdpExpectError("SDPX-SQL-305", f"cannot read {path}: not a regular file",
+                                 location=path)
+        with open(path, encoding="utf-8-sig") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise SdpExpectError("SDPX-SQL-305", f"cannot read {path}: {reason}",
+                             location=path) from None
+
+
+def _issues(findings: Findings, path: str) -> list[ValidationIssue]:
+    """The SQL file's errors by line; a rule file's only when it cannot be read.
+
+    A rule file's other errors are those of the rule file, reported with it.
+
+    :param findings: What :func:`~sdp_expect.dbsql.parse.check` found.
+    :param path: The SQL file as shown.
+    """
+    found: list[tuple[tuple[int, ...], ValidationIssue]] = []
+    failed_uses = iter([use for use in findings.rule_files if use.check.errors])
+    for error in findings.errors:
+        if not isinstance(error, RuleFileError):
+            found.append((_line_and_column(error.location, path), _issue(error, path)))
+            continue
+        use = next(failed_uses, None)
+        if use is not None and _unreadable(use.check):
+            where = (use.position.line, use.position.column)
+            found.append((where, _unreadable_issue(use, path)))
+    found.sort(key=lambda pair: pair[0])
+    return [issue for _, issue in found]
+
+
+def _issue(error: SdpExpectError, path: str) -> ValidationIssue:
+    """One error of the SQL file.
+
+    :param error: The error, its location ``path:line[:column]`` when known.
+    :param path: The SQL file as shown.
+    """
+    return ValidationIssue(
+        code=error.code,
+        file=path,
+        rule=_place(error.location, path, error.dataset, error.expectation),
+        message=f"{error.detail}. Fix: {error.fix}.",
+        expectation=error.expectation,
+    )
+
+
+def _unreadable_issue(use: RuleFileUse, path: str) -> ValidationIssue:
+    """SDPX-VAL-003 at the property that names a rule file which cannot be read.
+
+    :param use: The rule file's use.
+    :param path: The SQL file as shown.
+    """
+    problem = use.check.errors[0]
+    where = use.position
+    return ValidationIssue(
+        code=problem.code,
+        file=path,
+        rule=_place(where.precise, path, use.dataset, None),
+        message=f"the rule file {use.check.file!r} named by 'sdp_expect.rules' cannot be "
+        f"read: {problem.detail}. Fix: write the path of the rule file relative to the "
+        "folder of this SQL file, and check that the file is readable.",
+    )
+
+
+def _unreadable(check: RuleFileCheck) -> bool:
+    """True when the rule file could not be read at all (missing, a directory, no permission).
+
+    :param check: The rule file's check.
+    """
+    return len(check.errors) == 1 and check.errors[0].code == _UNREADABLE and not check.rules
+
+
+def _rule_file_shown(name: str, path: str) -> str:
+    """A rule file named in ``path`` as the report names it: from the current directory.
+
+    :param name: The path written in the property (relative to the SQL file's folder).
+    :param path: The SQL file as shown.
+    """
+    return name if os.path.isabs(name) else os.path.join(os.path.dirname(path), name)
+
+
+def _place(location: Optional[str], path: str, dataset: Optional[str],
+           expectation: Optional[str]) -> Optional[str]:
+    """``"line 5, column 3, dataset 'orders', expectation 'valid_id'"``: what is known.
+
+    :param location: The error's location: ``path:line[:column]``, or something else.
+    :param path: The SQL file as shown.
+    :param dataset: The dataset concerned, when known.
+    :param expectation: The expectation concerned, when known.
+    """
+    parts = []
+    numbers = _line_and_column(location, path)
+    if numbers:
+        parts.append(f"line {numbers[0]}")
+    if len(numbers) > 1:
+        parts.append(f"column {numbers[1]}")
+    if dataset is not None:
+        parts.append(f"dataset {dataset!r}")
+    if expectation is not None:
+        parts.append(f"expectation {expectation!r}")
+    return ", ".join(parts) or None
+
+
+def _line_and_column(location: Optional[str], path: str) -> tuple[int, ...]:
+    """``(line,)`` or ``(line, column)`` from ``path:line[:column]``; ``()`` otherwise.
+
+    :param location: The error's location.
+    :param path: The SQL file as shown.
+    """
+    prefix = path + ":"
+    if location is None or not location.startswith(prefix):
+        return ()
+    parts = location[len(prefix):].split(":")
+    if len(parts) > 2 or not all(part.isdigit() for part in parts):
+        return ()
+    return tuple(int(part) for part in parts)
