@@ -33,6 +33,15 @@ def sdp_expect(*args: str, cwd: Path, env: Optional[dict[str, str]] = None,
                           text=True, timeout=timeout, check=False)
 
 
+def spark_pipelines(project: Path, *args: str, timeout: float = 600
+                    ) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``spark-pipelines`` command in ``project``, as a user's shell would."""
+    command = shutil.which("spark-pipelines", path=os.path.dirname(sys.executable))
+    assert command, "spark-pipelines is not installed next to this Python"
+    return subprocess.run([command, *args], cwd=project, env=user_env(), capture_output=True,
+                          text=True, timeout=timeout, check=False)
+
+
 def write_project(root: Path, code: str, *, configuration: str = "") -> Path:
     """A one-file pipeline project in ``root`` (storage inside it)."""
     (root / "transformations").mkdir(parents=True)

@@ -7,16 +7,13 @@ small projects show the exit code and the error line of a failed expectation.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pyspark
 import pytest
-from cli_helpers import user_env
+from cli_helpers import set_storage, spark_pipelines, user_env, write_project
 from sdp_runner import copy_project
 
 REPO = Path(__file__).resolve().parent.parent
@@ -27,34 +24,10 @@ HIVE = ["--conf", "spark.sql.catalogImplementation=hive"]
 pytestmark = pytest.mark.cli
 
 
-def spark_pipelines(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    command = shutil.which("spark-pipelines", path=os.path.dirname(sys.executable))
-    assert command, "spark-pipelines is not installed next to this Python"
-    return subprocess.run([command, *args], cwd=project, env=user_env(), capture_output=True,
-                          text=True, timeout=600, check=False)
-
-
-def write_project(root: Path, code: str, storage: Path) -> Path:
-    (root / "transformations").mkdir(parents=True)
-    (root / "spark-pipeline.yml").write_text(textwrap.dedent(f"""\
-        name: cli_test
-        storage: {storage.as_uri()}
-        libraries:
-          - glob:
-              include: transformations/**
-        """))
-    (root / "transformations" / "pipeline.py").write_text(textwrap.dedent(code))
-    return root
-
-
 @pytest.fixture
 def example(tmp_path: Path) -> Path:
     project = copy_project(REPO / "examples" / EXAMPLE, tmp_path / EXAMPLE)
-    spec = project / "spark-pipeline.yml"
-    storage = (tmp_path / "storage").as_uri()
-    spec.write_text("\n".join(
-        f"storage: {storage}" if line.startswith("storage:") else line
-        for line in spec.read_text().splitlines()) + "\n")
+    set_storage(project, tmp_path / "storage")
     return project
 
 
@@ -96,7 +69,7 @@ def test_violated_fail_rule_exits_non_zero_and_prints_the_record(tmp_path: Path)
         @dp.expect_or_fail("amount_not_negative", "amount >= 0")
         def checked():
             return spark.read.table("raw")
-        """, tmp_path / "storage")
+        """)
     result = spark_pipelines(project, "run")
     output = result.stdout + result.stderr
     assert result.returncode != 0, output
@@ -118,7 +91,7 @@ def test_constraint_on_missing_column_fails_dry_run(tmp_path: Path) -> None:
         @dp.expect_or_drop("valid_customer", "customer_id IS NOT NULL")
         def checked():
             return spark.sql("SELECT * FROM VALUES (1, 5) AS t(id, amount)")
-        """, tmp_path / "storage")
+        """)
     result = spark_pipelines(project, "dry-run")
     output = result.stdout + result.stderr
     assert result.returncode != 0, output
@@ -136,7 +109,7 @@ def test_definition_mistake_stops_the_run_before_any_flow(tmp_path: Path) -> Non
         @dp.expect_all_or_drop("valid_id", "id IS NOT NULL")
         def checked():
             return spark.sql("SELECT 1 AS id")
-        """, tmp_path / "storage")
+        """)
     result = spark_pipelines(project, "run")
     output = result.stdout + result.stderr
     assert result.returncode != 0, output
