@@ -63,11 +63,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pyspark
 from pyspark import pipelines as sdp
-from pyspark.find_spark_home import _find_spark_home
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.connect.session import SparkSession
-from sdp_runner import Pipeline, RunResult, SparkServer, free_port
+from sdp_runner import Pipeline, RunResult, SparkServer
 
 from sdp_expect import pipelines as dp
 
@@ -215,36 +214,7 @@ def committed_batches(storage: Path, flows: dict[str, str], database: str) -> di
 # Server and memory
 # ---------------------------------------------------------------------------------------------
 class LoadServer(SparkServer):
-    """The harness's local Spark Connect server, with a chosen driver memory."""
-
-    def __init__(self, workdir: Path, driver_memory: str,
-                 conf: Optional[list[tuple[str, str]]] = None) -> None:
-        self.workdir = workdir
-        self.port = free_port()
-        self.log_path = workdir / "spark-connect-server.log"
-        self._sessions: list[SparkSession] = []
-        spark_home = _find_spark_home()
-        command = [
-            os.path.join(spark_home, "bin", "spark-submit"),
-            "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-            "--master", "local[2]",
-            "--driver-memory", driver_memory,
-            "--conf", f"spark.connect.grpc.binding.port={self.port}",
-            "--conf", f"spark.sql.warehouse.dir={workdir / 'warehouse'}",
-            "--conf", "spark.sql.shuffle.partitions=2",
-            "--conf", "spark.default.parallelism=2",
-            "--conf", "spark.ui.enabled=false",
-            "--conf", "spark.sql.connect.serverStacktrace.enabled=false",
-            "--conf", f"spark.driver.extraJavaOptions=-Dderby.system.home={workdir}",
-            *[arg for key, value in conf or [] for arg in ("--conf", f"{key}={value}")],
-            "spark-internal",
-        ]
-        env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
-        env.pop("SPARK_REMOTE", None)
-        with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(command, cwd=workdir, stdout=log,
-                                            stderr=subprocess.STDOUT, env=env)
-        self._wait_until_up()
+    """The harness's local Spark Connect server (driver memory and settings as given)."""
 
     @property
     def jvm_pid(self) -> int:

@@ -281,24 +281,31 @@ class RuleLogic:
     def _metrics_rows(self) -> str:
         """One row per expectation from the one-row ``(total, dropped, failed[])`` counts.
 
-        The rows are generated from the counts' row itself (``inline`` of one
-        struct per rule) rather than joined with a table of rules: a join lets
-        Catalyst's constraint propagation grow with the square of the rules.
+        The rows are generated from the counts' row itself rather than joined
+        with a table of rules: a join lets Catalyst's constraint propagation grow
+        with the square of the rules. The rules' names, actions and constraints
+        are one constant array (folded into a single literal) zipped with the
+        ``failed`` counts: one struct expression per rule instead would make the
+        generated Java code of the plan grow beyond the JVM's 64 KB method limit
+        at a few hundred rules (Spark then logs a compile error and falls back).
         """
-        rows = []
-        for index, e in enumerate(self.rules.expectations):
-            failed = f"CAST(failed[{index}] AS BIGINT)"
-            rows.append(
-                f"named_struct('dataset', {sql_string(self.rules.dataset)}, "
-                f"'expectation', {sql_string(e.name)}, "
-                f"'action', {sql_string(e.action.value)}, "
-                f"'constraint', {sql_string(e.constraint)}, "
-                f"'passed_records', CAST(total AS BIGINT) - {failed}, "
-                f"'failed_records', {failed}, "
-                f"'total_records', CAST(total AS BIGINT), "
-                f"'dropped_records', CAST(dropped AS BIGINT))"
-            )
-        return f"inline(array({', '.join(rows)}))"
+        rules = ", ".join(
+            f"named_struct('expectation', {sql_string(e.name)}, "
+            f"'action', {sql_string(e.action.value)}, "
+            f"'constraint', {sql_string(e.constraint)})"
+            for e in self.rules.expectations
+        )
+        return (
+            f"inline(zip_with(array({rules}), failed, (_sdpx_rule, _sdpx_failed) -> "
+            f"named_struct('dataset', {sql_string(self.rules.dataset)}, "
+            "'expectation', _sdpx_rule.expectation, "
+            "'action', _sdpx_rule.action, "
+            "'constraint', _sdpx_rule.constraint, "
+            "'passed_records', CAST(total AS BIGINT) - CAST(_sdpx_failed AS BIGINT), "
+            "'failed_records', CAST(_sdpx_failed AS BIGINT), "
+            "'total_records', CAST(total AS BIGINT), "
+            "'dropped_records', CAST(dropped AS BIGINT))))"
+        )
 
     # -- DataFrames (Python front end) -------------------------------------------------
     def target(self, query: DataFrame) -> DataFrame:

@@ -133,6 +133,12 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "put the expectations on the flow's source, e.g. a @dp.temporary_view with "
             "@dp.expect_or_drop that the Auto CDC flow reads",
         ),
+        ErrorSpec(
+            "SDPX-DEF-109",
+            "the installed Spark does not have this pipelines feature yet",
+            "install a pyspark that has it (the message names the Spark version that added "
+            "it), e.g. pip install 'pyspark[pipelines]>=4.3,<5'",
+        ),
         # -- pipeline configuration --
         ErrorSpec(
             "SDPX-CFG-201",

@@ -737,10 +737,44 @@ if _SDP_AUTO_CDC is not None:  # Spark 4.2+
         state = graph_state()
         if target in state.table_rules:
             raise SdpExpectError("SDPX-DEF-108", dataset=target, location=_where(location))
+        scd_type = kwargs.get("stored_as_scd_type", args[5] if len(args) > 5 else None)
+        if str(scd_type) == "2" and _SPARK < (4, 3):
+            raise SdpExpectError(
+                "SDPX-DEF-109", f"SCD type 2 in create_auto_cdc_flow arrived in Spark 4.3; "
+                f"the installed pyspark is {_pyspark_version()}", dataset=target,
+                location=_where(location))
         with located(location):
             assert _SDP_AUTO_CDC is not None
             _SDP_AUTO_CDC(target, source, *args, **kwargs)
         state.flow_targets.add(target)
+
+
+class MissingFeatureError(SdpExpectError, AttributeError):
+    """SDPX-DEF-109 for a name of ``pyspark.pipelines`` that a later Spark added.
+
+    Also an :class:`AttributeError`, so ``hasattr(dp, name)`` stays False.
+    """
+
+
+_ADDED_IN: dict[str, tuple[int, int]] = {"create_auto_cdc_flow": (4, 2)}
+"""Names of ``pyspark.pipelines`` added after Spark 4.1, with the version that added them."""
+
+
+def _pyspark_version() -> str:
+    import pyspark
+
+    return str(pyspark.__version__)
+
+
+def _spark_version() -> tuple[int, int]:
+    try:
+        major, minor = (int(part) for part in _pyspark_version().split(".")[:2])
+    except ValueError:
+        return (99, 0)
+    return (major, minor)
+
+
+_SPARK = _spark_version()
 
 
 def __getattr__(attribute: str) -> Any:
@@ -748,6 +782,12 @@ def __getattr__(attribute: str) -> Any:
     try:
         return getattr(_sdp, attribute)
     except AttributeError:
+        if attribute in _ADDED_IN:
+            major, minor = _ADDED_IN[attribute]
+            raise MissingFeatureError(
+                "SDPX-DEF-109", f"{attribute} arrived in Spark {major}.{minor}; the installed "
+                f"pyspark is {_pyspark_version()}", fix=f"install pyspark {major}.{minor} or "
+                f"later, e.g. pip install 'pyspark[pipelines]>={major}.{minor},<5'") from None
         raise AttributeError(
             f"module 'sdp_expect.pipelines' has no attribute {attribute!r} (nor has the "
             "installed pyspark.pipelines)"

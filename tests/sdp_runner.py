@@ -22,7 +22,7 @@ import traceback
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from pyspark.find_spark_home import _find_spark_home
 from pyspark.pipelines.add_pipeline_analysis_context import add_pipeline_analysis_context
@@ -45,9 +45,15 @@ def free_port() -> int:
 
 
 class SparkServer:
-    """A local Spark Connect server in its own process, on a port of its own."""
+    """A local Spark Connect server in its own process, on a port of its own.
 
-    def __init__(self, workdir: Path) -> None:
+    :param workdir: Its warehouse, Derby home and log go here.
+    :param driver_memory: The server JVM's heap.
+    :param conf: More ``(key, value)`` Spark settings.
+    """
+
+    def __init__(self, workdir: Path, driver_memory: str = "3g",
+                 conf: Optional[Sequence[tuple[str, str]]] = None) -> None:
         self.workdir = workdir
         self.port = free_port()
         self.log_path = workdir / "spark-connect-server.log"
@@ -57,7 +63,7 @@ class SparkServer:
             os.path.join(spark_home, "bin", "spark-submit"),
             "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
             "--master", "local[2]",
-            "--driver-memory", "3g",
+            "--driver-memory", driver_memory,
             "--conf", f"spark.connect.grpc.binding.port={self.port}",
             "--conf", f"spark.sql.warehouse.dir={workdir / 'warehouse'}",
             "--conf", "spark.sql.shuffle.partitions=2",
@@ -65,6 +71,7 @@ class SparkServer:
             "--conf", "spark.ui.enabled=false",
             "--conf", "spark.sql.connect.serverStacktrace.enabled=false",
             "--conf", f"spark.driver.extraJavaOptions=-Dderby.system.home={workdir}",
+            *[arg for key, value in conf or [] for arg in ("--conf", f"{key}={value}")],
             "spark-internal",
         ]
         env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pyspark
 import pytest
 
+from sdp_expect import SdpExpectError
 from sdp_expect import pipelines as dp
 
 SPARK = tuple(int(part) for part in pyspark.__version__.split(".")[:2])
@@ -44,8 +45,21 @@ def auto_cdc_pipeline(make_pipeline, **flow_options):
 
 @pytest.mark.skipif(SPARK >= (4, 2), reason="checks what Spark 4.1, which lacks Auto CDC, does")
 def test_spark_41_has_no_auto_cdc_and_says_so():
-    with pytest.raises(AttributeError, match="create_auto_cdc_flow"):
+    with pytest.raises(AttributeError, match="create_auto_cdc_flow") as caught:
         _ = dp.create_auto_cdc_flow
+    assert isinstance(caught.value, SdpExpectError) and caught.value.code == "SDPX-DEF-109"
+    assert f"arrived in Spark 4.2; the installed pyspark is {pyspark.__version__}" in str(
+        caught.value)
+    assert not hasattr(dp, "create_auto_cdc_flow")
+
+
+@pytest.mark.skipif(SPARK != (4, 2), reason="checks what Spark 4.2, which lacks SCD type 2, does")
+def test_spark_42_says_scd_type_2_needs_spark_43(make_pipeline):
+    pipeline = auto_cdc_pipeline(make_pipeline, stored_as_scd_type=2)
+    result = pipeline.run(dry=True)
+    assert not result.ok
+    assert "[SDPX-DEF-109]" in result.output, result.output
+    assert "SCD type 2 in create_auto_cdc_flow arrived in Spark 4.3" in result.output
 
 
 @pytest.mark.skipif(SPARK < (4, 2), reason="create_auto_cdc_flow arrived in Spark 4.2")
