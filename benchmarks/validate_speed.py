@@ -1,13 +1,14 @@
-"""How long ``validate_paths`` takes for a rule file of 1,000 rules.
+"""How long ``validate_paths`` takes for 1,000 rules: in a rule file, and in a SQL file.
 
 Run from the repository root::
 
     python benchmarks/validate_speed.py [--rules 1000] [--repeat 5]
 
-It writes the rules in the list format (YAML, and the same rules as JSON) to a
-temporary directory, times :func:`sdp_expect.validate.validate_paths` on each
-file ``--repeat`` times and prints the median. The target is under one second
-for 1,000 rules.
+It writes the rules in the list format (YAML, and the same rules as JSON), and
+as ``CONSTRAINT ... EXPECT`` clauses of one Databricks SQL materialized view,
+to a temporary directory, times :func:`sdp_expect.validate.validate_paths` on
+each file ``--repeat`` times and prints the median. The target is under one
+second for 1,000 rules.
 """
 
 from __future__ import annotations
@@ -66,6 +67,22 @@ def write_yaml(rules: list[dict[str, object]], path: Path) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def write_sql(rules: list[dict[str, object]], path: Path) -> None:
+    """Write ``rules`` as the constraints of one Databricks SQL materialized view.
+
+    :param rules: The rules.
+    :param path: The file to write.
+    """
+    violation = {"warn": "", "drop": " ON VIOLATION DROP ROW", "fail": " ON VIOLATION FAIL UPDATE"}
+    clauses = ",\n".join(
+        f"  CONSTRAINT {rule['name']} EXPECT ({rule['constraint']})"
+        f"{violation[str(rule['failureAction'])]}"
+        for rule in rules
+    )
+    path.write_text(f"CREATE OR REFRESH MATERIALIZED VIEW orders (\n{clauses}\n)\n"
+                    "AS SELECT * FROM orders_bronze;\n", encoding="utf-8")
+
+
 def median_seconds(path: Path, repeat: int, expected_rules: int) -> float:
     """The median time of ``repeat`` runs of ``validate_paths([path])``.
 
@@ -95,9 +112,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         yaml_path = Path(tmp) / "rules.yml"
         json_path = Path(tmp) / "rules.json"
+        sql_path = Path(tmp) / "orders.sql"
         write_yaml(rules, yaml_path)
         json_path.write_text(json.dumps(rules, indent=2), encoding="utf-8")
-        for path in (yaml_path, json_path):
+        write_sql(rules, sql_path)
+        for path in (yaml_path, json_path, sql_path):
             seconds = median_seconds(path, args.repeat, args.rules)
             slowest = max(slowest, seconds)
             size = path.stat().st_size

@@ -290,17 +290,17 @@ class RuleLogic:
         at a few hundred rules (Spark then logs a compile error and falls back).
         """
         rules = ", ".join(
-            f"named_struct('expectation', {sql_string(e.name)}, "
-            f"'action', {sql_string(e.action.value)}, "
-            f"'constraint', {sql_string(e.constraint)})"
+            f"named_struct('rule_name', {sql_string(e.name)}, "
+            f"'rule_action', {sql_string(e.action.value)}, "
+            f"'rule_constraint', {sql_string(e.constraint)})"
             for e in self.rules.expectations
         )
         return (
             f"inline(zip_with(array({rules}), failed, (_sdpx_rule, _sdpx_failed) -> "
             f"named_struct('dataset', {sql_string(self.rules.dataset)}, "
-            "'expectation', _sdpx_rule.expectation, "
-            "'action', _sdpx_rule.action, "
-            "'constraint', _sdpx_rule.constraint, "
+            "'expectation', _sdpx_rule.rule_name, "
+            "'action', _sdpx_rule.rule_action, "
+            "'constraint', _sdpx_rule.rule_constraint, "
             "'passed_records', CAST(total AS BIGINT) - CAST(_sdpx_failed AS BIGINT), "
             "'failed_records', CAST(_sdpx_failed AS BIGINT), "
             "'total_records', CAST(total AS BIGINT), "

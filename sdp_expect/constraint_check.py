@@ -6,7 +6,8 @@ mistakes:
 
 - ``SDPX-VAL-011``: the text is not a well-formed expression (an unclosed
   quote, comment, parenthesis or bracket, a ``;``, nothing but comments, an
-  operator with an operand missing, an empty place in a comma list). Only
+  operator with an operand missing, such as ``x >`` or ``x > 0 AND``, an empty
+  place in a comma list). Only
   mistakes that no valid Spark SQL expression contains are reported.
 - ``SDPX-VAL-010``: the expression uses a construct that cannot be evaluated
   on one record at a time, or not reproducibly: a subquery, a window, an
@@ -201,6 +202,53 @@ def _check_well_formed(tokens: list[Token]) -> Optional[ConstraintProblem]:
     return None
 
 
+_KEYWORD_OPERATORS = frozenset(
+    {"and", "or", "not", "is", "in", "like", "ilike", "rlike", "regexp", "between", "div",
+     "escape"}
+)
+"""Keywords that need an operand after them; bare, they may also be column names."""
+_OPERAND_ENDS = frozenset(
+    {TokenKind.QUOTED_IDENT, TokenKind.STRING, TokenKind.NUMBER, TokenKind.RPAREN,
+     TokenKind.RBRACKET}
+)
+
+
+def _ends_operand(token: Token, before: Optional[Token]) -> bool:
+    """Whether ``token`` can end an operand (a name, a literal, a closing bracket).
+
+    :param token: The token.
+    :param before: The token before it, if any.
+    """
+    if token.kind is TokenKind.IDENT:
+        after_dot = before is not None and before.kind is TokenKind.DOT
+        return after_dot or token.text.lower() not in _KEYWORD_OPERATORS
+    return token.kind in _OPERAND_ENDS
+
+
+def _check_keyword_operands(tokens: list[Token]) -> Optional[ConstraintProblem]:
+    """A keyword operator with nothing after it: ``x > 0 AND``, ``(x IS NOT)``, ``f(x OR, y)``.
+
+    Only where no valid expression has it: the keyword follows an operand (so it
+    is not a column that happens to be called ``and``) and ends the expression,
+    a bracket or a list item; or it is ``IS NOT`` at such an end.
+
+    :param tokens: The constraint's tokens, without comments.
+    """
+    for i, token in enumerate(tokens):
+        if token.kind is not TokenKind.IDENT or token.text.lower() not in _KEYWORD_OPERATORS:
+            continue
+        if i + 1 < len(tokens) and tokens[i + 1].kind not in _LIST_ENDS:
+            continue
+        if i == 0 or (i > 0 and tokens[i - 1].kind is TokenKind.DOT):
+            continue
+        prev, before = tokens[i - 1], (tokens[i - 2] if i > 1 else None)
+        is_not = token.text.lower() == "not" and prev.kind is TokenKind.IDENT and (
+            prev.text.lower() == "is")
+        if is_not or _ends_operand(prev, before):
+            return _malformed(f"missing operand after '{token.text}' {_at(token)}")
+    return None
+
+
 def _qualifier(tokens: list[Token], index: int) -> tuple[str, ...]:
     """The qualifier parts before the name at ``index``: ``("system", "builtin")``.
 
@@ -327,4 +375,5 @@ def check_constraint(text: str) -> Optional[ConstraintProblem]:
         return _malformed(str(error))
     if not tokens:
         return _malformed("the constraint is empty: it holds only whitespace or comments")
-    return _check_well_formed(tokens) or _check_constructs(tokens)
+    return (_check_well_formed(tokens) or _check_keyword_operands(tokens)
+            or _check_constructs(tokens))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from sdp_runner import SparkServer
 
 from sdp_expect.constraint_check import ConstraintProblem, check_constraint
 
@@ -139,12 +140,48 @@ def test_valid_constraints_pass(constraint: str) -> None:
         ("a > 0 */", "unexpected '*/' at line 1, column 7: no comment is open"),
         ("f(> 1)", "missing operand before '>' at line 1, column 3"),
         ("a IN (1, / 2)", "missing operand before '/' at line 1, column 10"),
+        ("a > 0 AND", "missing operand after 'AND' at line 1, column 7"),
+        ("a IS NOT", "missing operand after 'NOT' at line 1, column 6"),
+        ("a IS NULL or", "missing operand after 'or' at line 1, column 11"),
+        ("(a and) OR b", "missing operand after 'and' at line 1, column 4"),
+        ("coalesce(a LIKE, b)", "missing operand after 'LIKE' at line 1, column 12"),
+        ("a IN (1, 2) AND -- more to come\n", "missing operand after 'AND' at line 1, column 13"),
     ],
 )
 def test_malformed_constraints_are_reported_with_their_position(
     constraint: str, message: str
 ) -> None:
     assert check_constraint(constraint) == ConstraintProblem(MALFORMED, message)
+
+
+# Keywords that are operators may also be column names: `and` alone, `x AND and`,
+# `f(and)` are valid. Spark's own parser is the judge (test below).
+KEYWORD_CASES = [
+    "and", "not", "in", "x and not", "a.and", "and and b", "x or and", "x = 1 and `and`",
+    "array(x, and)", "x is not null", "x between 1 and 2", "t.not", "not not", "x and and",
+    "not in", "x and (not)", "f(and)",
+    "x and", "x or", "x not", "x in", "x is", "x like", "x between", "x is not",
+    "x like 'a' escape", "x in (1,2) and", "x is null and", "x rlike", "x div", "`x` and",
+    "'a' like", "x[0] in", "case when a then b else c end and", "(x and) or y",
+    "coalesce(x and, y)",
+]
+
+
+def test_keyword_operators_without_operand_agree_with_spark_s_parser(
+    spark_server: SparkServer,
+) -> None:
+    """Reported exactly where Spark's parser fails the constraint as sdp-expect wraps it
+    (anything else Spark reports, e.g. an unknown column, is not a syntax error)."""
+    spark = spark_server.session()
+    for text in KEYWORD_CASES:
+        try:
+            _ = spark.sql(f"SELECT coalesce(({text}), false) FROM VALUES (1) AS t(x)").schema
+            syntax_error = False
+        except Exception as error:
+            syntax_error = "PARSE_SYNTAX_ERROR" in str(error)
+        problem = check_constraint(text)
+        assert (problem is not None) == syntax_error, (text, problem)
+        assert problem is None or problem.code == MALFORMED
 
 
 def test_well_formedness_is_reported_before_a_rejected_construct() -> None:

@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -402,13 +401,14 @@ def constraints_sql(count: int) -> str:
     ))
 
 
-def test_1000_constraints_validate_quickly(tmp_path: Path) -> None:
+def test_1000_constraints_are_all_read_and_checked(tmp_path: Path) -> None:
+    # How fast: benchmarks/validate_speed.py (figures in docs/cli.md), not a timed test.
     path = write(tmp_path, constraints_sql(1000))
-    started = time.perf_counter()
     report = validate_paths([path])
-    elapsed = time.perf_counter() - started
     assert report.ok and report.rules_checked == 1000
-    assert elapsed < 5.0  # a smoke guard; docs/cli.md has the measured figure (about 0.1 s)
+    broken = write(tmp_path, constraints_sql(1000).replace("(col_995 IS NOT NULL)",
+                                                           "(col_995 IS NOT)"), "broken.sql")
+    assert [e.expectation for e in validate_paths([broken]).errors] == ["rule_0995"]
 
 
 # --------------------------------------------------------------------------- robustness
