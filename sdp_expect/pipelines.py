@@ -21,6 +21,7 @@ import dataclasses
 import os
 from typing import Any, Callable, Dict, List, Mapping, Optional, Union, overload
 
+import pyspark as _pyspark
 import pyspark.pipelines as _sdp
 from pyspark.pipelines.source_code_location import (
     SourceCodeLocation,
@@ -52,6 +53,7 @@ from sdp_expect.registration import (
     is_streaming,
     located,
 )
+from sdp_expect.spark_version import SCD_TYPE_2, spark_has
 
 QueryFunction = Callable[[], DataFrame]
 Decorator = Callable[[QueryFunction], QueryFunction]
@@ -738,11 +740,9 @@ if _SDP_AUTO_CDC is not None:  # Spark 4.2+
         if target in state.table_rules:
             raise SdpExpectError("SDPX-DEF-108", dataset=target, location=_where(location))
         scd_type = kwargs.get("stored_as_scd_type", args[5] if len(args) > 5 else None)
-        if str(scd_type) == "2" and _SPARK < (4, 3):
-            raise SdpExpectError(
-                "SDPX-DEF-109", f"SCD type 2 in create_auto_cdc_flow arrived in Spark 4.3; "
-                f"the installed pyspark is {_pyspark_version()}", dataset=target,
-                location=_where(location))
+        if str(scd_type) == "2" and not spark_has(SCD_TYPE_2, _pyspark.__version__):
+            raise _missing("SCD type 2 in create_auto_cdc_flow", SCD_TYPE_2).with_context(
+                dataset=target, location=_where(location))
         with located(location):
             assert _SDP_AUTO_CDC is not None
             _SDP_AUTO_CDC(target, source, *args, **kwargs)
@@ -760,21 +760,17 @@ _ADDED_IN: dict[str, tuple[int, int]] = {"create_auto_cdc_flow": (4, 2)}
 """Names of ``pyspark.pipelines`` added after Spark 4.1, with the version that added them."""
 
 
-def _pyspark_version() -> str:
-    import pyspark
+def _missing(feature: str, since: tuple[int, int]) -> MissingFeatureError:
+    """SDPX-DEF-109: ``feature`` needs Spark ``since``; says which pyspark is installed.
 
-    return str(pyspark.__version__)
-
-
-def _spark_version() -> tuple[int, int]:
-    try:
-        major, minor = (int(part) for part in _pyspark_version().split(".")[:2])
-    except ValueError:
-        return (99, 0)
-    return (major, minor)
-
-
-_SPARK = _spark_version()
+    :param feature: What is missing, e.g. ``'create_auto_cdc_flow'``.
+    :param since: The release that added it.
+    """
+    major, minor = since
+    return MissingFeatureError(
+        "SDPX-DEF-109", f"{feature} arrived in Spark {major}.{minor}; the installed pyspark is "
+        f"{_pyspark.__version__}", fix=f"install pyspark {major}.{minor} or later, e.g. "
+        f"pip install 'pyspark[pipelines]>={major}.{minor},<5'")
 
 
 def __getattr__(attribute: str) -> Any:
@@ -783,11 +779,7 @@ def __getattr__(attribute: str) -> Any:
         return getattr(_sdp, attribute)
     except AttributeError:
         if attribute in _ADDED_IN:
-            major, minor = _ADDED_IN[attribute]
-            raise MissingFeatureError(
-                "SDPX-DEF-109", f"{attribute} arrived in Spark {major}.{minor}; the installed "
-                f"pyspark is {_pyspark_version()}", fix=f"install pyspark {major}.{minor} or "
-                f"later, e.g. pip install 'pyspark[pipelines]>={major}.{minor},<5'") from None
+            raise _missing(attribute, _ADDED_IN[attribute]) from None
         raise AttributeError(
             f"module 'sdp_expect.pipelines' has no attribute {attribute!r} (nor has the "
             "installed pyspark.pipelines)"

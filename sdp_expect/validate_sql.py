@@ -23,25 +23,23 @@ SDPX-DEF-105, -106, -108, a ``SET`` of an unknown ``sdp_expect.*`` key) is
 checked by ``sdp-expect translate`` and when the pipeline is defined.
 
 Nothing here imports pyspark: whether ``AUTO CDC`` may pass on to Spark is
-decided from the installed pyspark's version number (:func:`auto_cdc_allowed`).
+decided from the installed pyspark's version number
+(:func:`sdp_expect.dbsql.parse.sql_auto_cdc_available`).
 """
 
 from __future__ import annotations
 
-import functools
-import importlib.metadata
 import os
 import stat
 from typing import Optional
 
-from sdp_expect.dbsql.parse import Findings, RuleFileUse, auto_cdc_in, check
+from sdp_expect.dbsql.parse import Findings, RuleFileUse, check
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.rules import RuleFileCheck, RuleFileError
 from sdp_expect.validate import FileResult, ReferencedFile, ValidationIssue, rule_file_result
 
-__all__ = ["auto_cdc_allowed", "check_sql_file"]
+__all__ = ["check_sql_file"]
 
-_PYSPARK_DISTRIBUTIONS = ("pyspark", "pyspark-client")
 _UNREADABLE = "SDPX-VAL-003"
 
 
@@ -58,7 +56,7 @@ def check_sql_file(path: str) -> FileResult:
     except SdpExpectError as error:
         return FileResult(0, (_issue(error, path),))
     folder = os.path.dirname(path) or os.curdir
-    findings = check(text, path, base_dir=folder, auto_cdc=auto_cdc_allowed())
+    findings = check(text, path, base_dir=folder)
     references = tuple(
         ReferencedFile(shown, rule_file_result(use.check, shown))
         for use in findings.rule_files
@@ -67,22 +65,6 @@ def check_sql_file(path: str) -> FileResult:
     )
     return FileResult(findings.constraints, tuple(_issues(findings, path)),
                       references=references)
-
-
-@functools.lru_cache(maxsize=1)
-def auto_cdc_allowed() -> bool:
-    """Whether ``AUTO CDC`` passes on to Spark, decided without importing pyspark.
-
-    From the installed pyspark's version, as ``sdp_expect.sql.include`` decides
-    it (Spark 4.3 and later read it); without pyspark, it passes on for Spark to
-    judge.
-    """
-    for distribution in _PYSPARK_DISTRIBUTIONS:
-        try:
-            return auto_cdc_in(importlib.metadata.version(distribution))
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return True
 
 
 def _read(path: str) -> str:

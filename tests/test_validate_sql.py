@@ -13,7 +13,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sdp_expect import validate_sql
 from sdp_expect.cli import main
 from sdp_expect.errors import ERROR_CATALOGUE
 from sdp_expect.validate import ValidationReport, validate_paths
@@ -311,13 +310,9 @@ def test_auto_cdc_follows_the_installed_spark_without_importing_it(
             return real_version(name)
         return fake
 
-    try:
-        for spark, expected in (("4.1.0", ["SDPX-SQL-301"]), ("4.3.0", []), ("none", [])):
-            monkeypatch.setattr(importlib.metadata, "version", version(spark))
-            validate_sql.auto_cdc_allowed.cache_clear()
-            assert codes(check(tmp_path, text)) == expected, spark
-    finally:
-        validate_sql.auto_cdc_allowed.cache_clear()
+    for spark, expected in (("4.1.0", ["SDPX-SQL-301"]), ("4.3.0", []), ("none", [])):
+        monkeypatch.setattr(importlib.metadata, "version", version(spark))
+        assert codes(check(tmp_path, text)) == expected, spark
 
 
 # --------------------------------------------------------------------------- directories, JSON

@@ -25,7 +25,7 @@ do instead; syntax errors raise SDPX-SQL-302 with the file, line and column.
 collects every error of the file (for ``sdp-expect validate``): an error ends
 its statement and reading goes on with the next one; in a dataset's column
 list, an error in one ``CONSTRAINT`` clause does not stop the next clauses.
-Nothing here imports pyspark when ``auto_cdc`` is given.
+Nothing here imports pyspark.
 """
 
 from __future__ import annotations
@@ -49,13 +49,13 @@ from sdp_expect.dbsql.statements import (
 )
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.model import Action, DatasetRules, QuarantineSpec, make_expectation
+from sdp_expect.spark_version import AUTO_CDC_IN_SQL, spark_has
 from sdp_expect.sqltokens import SqlTokenError, Token, TokenKind, is_keyword, tokenize
 
 __all__ = [
     "DATABRICKS_ONLY_FUNCTIONS",
     "Findings",
     "RuleFileUse",
-    "auto_cdc_in",
     "check",
     "parse",
     "sql_auto_cdc_available",
@@ -96,22 +96,11 @@ _SQL_304 = "SDPX-SQL-304"
 
 
 def sql_auto_cdc_available() -> bool:
-    """True when the installed Spark reads ``AUTO CDC`` in SQL (Spark 4.3 and later)."""
-    import pyspark
+    """True when the installed Spark reads ``AUTO CDC`` in SQL (4.3 and later, or unknown).
 
-    return auto_cdc_in(pyspark.__version__)
-
-
-def auto_cdc_in(version: str) -> bool:
-    """True when Spark of this version reads ``AUTO CDC`` in SQL (4.3 and later).
-
-    :param version: A pyspark version, e.g. ``'4.1.0'`` or ``'4.3.0.dev1'``.
+    Read from the installed distribution, without importing pyspark.
     """
-    try:
-        major, minor = (int(part) for part in version.split(".")[:2])
-    except ValueError:
-        return False
-    return (major, minor) >= (4, 3)
+    return spark_has(AUTO_CDC_IN_SQL)
 
 
 # --------------------------------------------------------------------------------- cursor
@@ -347,7 +336,7 @@ def check(text: str, file: str, *, base_dir: Optional[str] = None,
     :param base_dir: The folder that relative ``'sdp_expect.rules'`` paths start
         from; default: the current directory.
     :param auto_cdc: Whether ``AUTO CDC`` flows may pass on to Spark; default:
-        :func:`sql_auto_cdc_available` (which imports pyspark).
+        :func:`sql_auto_cdc_available`.
     """
     findings = Findings()
     try:
