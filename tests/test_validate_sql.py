@@ -190,7 +190,12 @@ def test_sql_305_not_utf8(tmp_path: Path) -> None:
     assert report.errors[0].rule is None and report.files_checked == 1
 
 
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+@pytest.mark.skipif(
+    not hasattr(os, "mkfifo"),
+    reason="os.mkfifo exists only on POSIX systems (Linux, macOS): this test needs a named "
+    "pipe to show that validate refuses a .sql path that is not a regular file without "
+    "blocking on it; the unreadable-file cases above run everywhere",
+)
 def test_sql_305_not_a_regular_file_is_not_opened(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe.sql"
     os.mkfifo(fifo)

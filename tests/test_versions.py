@@ -43,7 +43,8 @@ def auto_cdc_pipeline(make_pipeline, **flow_options):
     return pipeline
 
 
-@pytest.mark.skipif(SPARK >= (4, 2), reason="checks what Spark 4.1, which lacks Auto CDC, does")
+@pytest.mark.skipif(SPARK >= (4, 2), reason="Spark 4.2+ has create_auto_cdc_flow: this test "
+                    "checks the error Spark 4.1 users get (it runs on the 4.1 line of CI)")
 def test_spark_41_has_no_auto_cdc_and_says_so():
     with pytest.raises(AttributeError, match="create_auto_cdc_flow") as caught:
         _ = dp.create_auto_cdc_flow
@@ -53,7 +54,8 @@ def test_spark_41_has_no_auto_cdc_and_says_so():
     assert not hasattr(dp, "create_auto_cdc_flow")
 
 
-@pytest.mark.skipif(SPARK != (4, 2), reason="checks what Spark 4.2, which lacks SCD type 2, does")
+@pytest.mark.skipif(SPARK != (4, 2), reason="only Spark 4.2 has Auto CDC without SCD type 2: "
+                    "this test checks the error its users get (it runs on the 4.2 line of CI)")
 def test_spark_42_says_scd_type_2_needs_spark_43(make_pipeline):
     pipeline = auto_cdc_pipeline(make_pipeline, stored_as_scd_type=2)
     result = pipeline.run(dry=True)
@@ -62,14 +64,18 @@ def test_spark_42_says_scd_type_2_needs_spark_43(make_pipeline):
     assert "SCD type 2 in create_auto_cdc_flow arrived in Spark 4.3" in result.output
 
 
-@pytest.mark.skipif(SPARK < (4, 2), reason="create_auto_cdc_flow arrived in Spark 4.2")
-@pytest.mark.parametrize("scd_type", [None, 2])
+@pytest.mark.skipif(SPARK < (4, 2), reason="create_auto_cdc_flow arrived in Spark 4.2; on 4.1 "
+                    "test_spark_41_has_no_auto_cdc_and_says_so checks the error instead")
+@pytest.mark.parametrize("scd_type", [
+    None,
+    pytest.param(2, marks=pytest.mark.skipif(
+        SPARK < (4, 3), reason="SCD type 2 arrived in Spark 4.3; on 4.2 "
+        "test_spark_42_says_scd_type_2_needs_spark_43 checks the error instead")),
+])
 def test_auto_cdc_with_rules_on_its_source_view_defines_and_dry_runs(make_pipeline, scd_type):
     """Auto CDC needs a target format with MERGE (Delta Lake, Iceberg), which plain
     Spark lacks: here the graph with rules on the source view must pass a dry run,
     and a real run must stop with Spark's own explanation, not an sdp-expect error."""
-    if scd_type == 2 and SPARK < (4, 3):
-        pytest.skip("SCD type 2 in create_auto_cdc_flow arrived in Spark 4.3")
     options = {} if scd_type is None else {"stored_as_scd_type": scd_type}
     pipeline = auto_cdc_pipeline(make_pipeline, **options)
     dry = pipeline.run(dry=True)
