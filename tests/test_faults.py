@@ -413,6 +413,27 @@ FAIL_RULES = [
 ]
 
 
+def orders_pipeline(inbox: Path, *, fail_rule: bool = False) -> Any:
+    """The fixture project's streaming table over ``inbox``; with ``fail_rule``, FAIL_RULES.
+
+    :param inbox: The folder of JSON-lines files, one micro-batch per file.
+    :param fail_rule: Add the fail rule ``sane_amount``.
+    """
+    fail_rules = {"sane_amount": "amount IS NULL OR amount < 100000"} if fail_rule else {}
+
+    def define(spark: Any) -> None:
+        @dp.table
+        @dp.quarantine()
+        @dp.expect("small", "amount < 900")
+        @dp.expect_or_drop("valid_id", "id IS NOT NULL")
+        @dp.expect_or_drop("not_negative", "amount >= 0")
+        @dp.expect_all_or_fail(fail_rules)  # fail rules are not named in the quarantine
+        def orders() -> Any:
+            return spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(
+                str(inbox))
+    return define
+
+
 def test_failed_update_then_fixed_source_then_rerun(make_pipeline: Any) -> None:
     """Files 0-1 load; in the next update file 3 holds a record that violates the fail
     rule: the update stops there, with file 2 committed in every streaming flow and
@@ -425,18 +446,7 @@ def test_failed_update_then_fixed_source_then_rerun(make_pipeline: Any) -> None:
     bad_seq = files[3][5]["seq"]
     files[3][5] = dict(files[3][5], amount=500_000)
 
-    def define(spark: Any) -> None:
-        @dp.table
-        @dp.quarantine()
-        @dp.expect("small", "amount < 900")
-        @dp.expect_or_drop("valid_id", "id IS NOT NULL")
-        @dp.expect_or_fail("sane_amount", "amount IS NULL OR amount < 100000")
-        @dp.expect_or_drop("not_negative", "amount >= 0")
-        def orders() -> Any:
-            return spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(
-                str(inbox))
-
-    pipeline.definitions = define
+    pipeline.definitions = orders_pipeline(inbox, fail_rule=True)
     for i in (0, 1):
         write_file(inbox, i, files[i])
     first = pipeline.run()
@@ -474,21 +484,9 @@ def test_full_refresh_after_many_updates_equals_one_run_over_all_data(
     """Four updates of three files each, checked after every update; then a full refresh
     of everything, compared table by table with a fresh pipeline's one run over the
     same folder, and both with the oracle."""
-    def definitions(inbox: Path) -> Any:
-        def define(spark: Any) -> None:
-            @dp.table
-            @dp.quarantine()
-            @dp.expect("small", "amount < 900")
-            @dp.expect_or_drop("valid_id", "id IS NOT NULL")
-            @dp.expect_or_drop("not_negative", "amount >= 0")
-            def orders() -> Any:
-                return spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(
-                    str(inbox))
-        return define
-
     incremental = make_pipeline()
     inbox = incremental.path("inbox")
-    incremental.definitions = definitions(inbox)
+    incremental.definitions = orders_pipeline(inbox)
     rng = random.Random(11)
     records: list[dict[str, Any]] = []
     for update in range(4):
@@ -502,7 +500,7 @@ def test_full_refresh_after_many_updates_equals_one_run_over_all_data(
 
     refreshed = incremental.run(full_refresh_all=True)
     assert refreshed.ok, refreshed.output
-    once = make_pipeline(definitions(inbox)).run()
+    once = make_pipeline(orders_pipeline(inbox)).run()
     assert once.ok, once.output
     expected = oracle(records)
     assert_tables_match(tables_of(refreshed), expected, "full refresh: ")
