@@ -92,3 +92,21 @@ def read_all_tables(project: Path) -> dict[str, list[dict[str, Any]]]:
             tables: dict[str, list[dict[str, Any]]] = json.loads(line[len("TABLES="):])
             return tables
     raise AssertionError(f"reading the tables failed:\n{done.stdout}\n{done.stderr}")
+
+
+def repo_env() -> dict[str, str]:
+    """This environment with the repository first on ``PYTHONPATH`` (for ``python -m``)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    return env
+
+
+def assert_runs_without_pyspark(code: str) -> None:
+    """Run ``code`` in a fresh Python and check it never imported pyspark.
+
+    :param code: Statements that assert what they did (a failed assert fails the test).
+    """
+    script = code + "\nimport sys\nassert 'pyspark' not in sys.modules, 'pyspark was imported'\n"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=repo_env(), timeout=60)
+    assert done.returncode == 0, done.stderr

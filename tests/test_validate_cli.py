@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import assert_runs_without_pyspark, repo_env
 
 import sdp_expect
 from sdp_expect import cli
@@ -245,40 +245,29 @@ def test_report_to_text_and_json_agree() -> None:
 # --------------------------------------------------------------------------- a real process
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    return env
-
-
 def test_real_subprocess(tmp_path: Path) -> None:
     ok = subprocess.run([sys.executable, "-m", "sdp_expect.cli", "validate", GOOD],
-                        capture_output=True, text=True, env=_env(), timeout=60)
+                        capture_output=True, text=True, env=repo_env(), timeout=60)
     assert ok.returncode == 0, ok.stderr
     assert "no errors" in ok.stdout
     bad = subprocess.run(
         [sys.executable, "-m", "sdp_expect.cli", "validate", "--format", "json", BAD],
-        capture_output=True, text=True, env=_env(), timeout=60,
+        capture_output=True, text=True, env=repo_env(), timeout=60,
     )
     assert bad.returncode == 1, bad.stderr
     assert json.loads(bad.stdout)["errors"][0]["rule"] == "rule 1"
     usage = subprocess.run([sys.executable, "-m", "sdp_expect.cli", "validate"],
-                           capture_output=True, text=True, env=_env(), timeout=60)
+                           capture_output=True, text=True, env=repo_env(), timeout=60)
     assert usage.returncode == 2
     assert "usage:" in usage.stderr
 
 
 def test_validate_does_not_import_pyspark() -> None:
-    script = (
-        "import sys\n"
+    assert_runs_without_pyspark(
         "from sdp_expect.cli import main\n"
         f"code = main(['validate', {BAD!r}])\n"
         "assert code == 1, code\n"
-        "assert 'pyspark' not in sys.modules, 'pyspark was imported'\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env=_env(), timeout=60)
-    assert done.returncode == 0, done.stderr
 
 
 def test_validate_notes_when_checking_stopped(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import assert_runs_without_pyspark, repo_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -353,12 +354,6 @@ def test_json_output_keeps_its_shape(capsys: pytest.CaptureFixture[str], tmp_pat
     assert report["errors"][0]["message"].startswith("uses the aggregate function 'sum'")
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    return env
-
-
 def test_real_subprocess_without_pyspark(tmp_path: Path) -> None:
     write(tmp_path, "- {name: r, constraint: b > 0}\n", "rules/r.yml")
     write(tmp_path, mv("  CONSTRAINT c EXPECT (a > 0)",
@@ -367,22 +362,17 @@ def test_real_subprocess_without_pyspark(tmp_path: Path) -> None:
           + mv("  CONSTRAINT d EXPECT (rand() > 0)", name="other"))
     done = subprocess.run(
         [sys.executable, "-m", "sdp_expect.cli", "validate", "--format", "json", str(tmp_path)],
-        capture_output=True, text=True, env=_env(), timeout=60,
+        capture_output=True, text=True, env=repo_env(), timeout=60,
     )
     assert done.returncode == 1, done.stderr
     report = json.loads(done.stdout)
     assert "SDPX-VAL-010" in [e["code"] for e in report["errors"]]
     assert (report["files_checked"], report["rules_checked"]) == (2, 3)
-    script = (
-        "import sys\n"
+    assert_runs_without_pyspark(
         "from sdp_expect.validate import validate_paths\n"
         f"report = validate_paths([{str(tmp_path)!r}])\n"
         "assert not report.ok\n"
-        "assert 'pyspark' not in sys.modules, 'pyspark was imported'\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env=_env(), timeout=60)
-    assert done.returncode == 0, done.stderr
 
 
 # --------------------------------------------------------------------------- speed
