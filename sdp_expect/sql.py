@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from sdp_expect.dbsql.parse import parse
+from sdp_expect.dbsql.parse import parse, read_file
 from sdp_expect.dbsql.render import (
     DEFAULT_RETRY_ATTEMPTS,
     RETRY_KEY,
@@ -127,14 +127,7 @@ def _translate_file(translator: Translator, path: str, shown: str) -> Translatio
     :param path: The file's absolute path.
     :param shown: The file as shown in messages.
     """
-    try:
-        with open(path, encoding="utf-8-sig") as handle:
-            text = handle.read()
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        raise SdpExpectError("SDPX-SQL-305", f"cannot read {shown}: {reason}",
-                             location=shown) from None
-    statements = parse(text, shown, base_dir=os.path.dirname(path))
+    statements = parse(read_file(path, shown), shown, base_dir=os.path.dirname(path))
     return translator.translate(statements, shown)
 
 

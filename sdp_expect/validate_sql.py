@@ -30,10 +30,9 @@ decided from the installed pyspark's version number
 from __future__ import annotations
 
 import os
-import stat
 from typing import Optional
 
-from sdp_expect.dbsql.parse import Findings, RuleFileUse, check
+from sdp_expect.dbsql.parse import Findings, RuleFileUse, check, read_file
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.rules import RuleFileCheck, RuleFileError
 from sdp_expect.validate import FileResult, ReferencedFile, ValidationIssue, rule_file_result
@@ -52,7 +51,7 @@ def check_sql_file(path: str) -> FileResult:
         not; each rule file named is a :class:`~sdp_expect.validate.ReferencedFile`.
     """
     try:
-        text = _read(path)
+        text = read_file(path, path)
     except SdpExpectError as error:
         return FileResult(0, (_issue(error, path),))
     folder = os.path.dirname(path) or os.curdir
@@ -65,23 +64,6 @@ def check_sql_file(path: str) -> FileResult:
     )
     return FileResult(findings.constraints, tuple(_issues(findings, path)),
                       references=references)
-
-
-def _read(path: str) -> str:
-    """The file's text (UTF-8, a byte order mark dropped), or SDPX-SQL-305.
-
-    :param path: The file.
-    """
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise SdpExpectError("SDPX-SQL-305", f"cannot read {path}: not a regular file",
-                                 location=path)
-        with open(path, encoding="utf-8-sig") as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        raise SdpExpectError("SDPX-SQL-305", f"cannot read {path}: {reason}",
-                             location=path) from None
 
 
 def _issues(findings: Findings, path: str) -> list[ValidationIssue]:

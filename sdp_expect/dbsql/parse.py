@@ -31,6 +31,7 @@ Nothing here imports pyspark.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence
 
@@ -58,6 +59,7 @@ __all__ = [
     "RuleFileUse",
     "check",
     "parse",
+    "read_file",
     "sql_auto_cdc_available",
 ]
 
@@ -263,6 +265,26 @@ def _cut(source: str, start: int, end: int, spans: Sequence[tuple[int, int]]) ->
 
 
 # --------------------------------------------------------------------------------- file
+
+
+def read_file(path: str, shown: str) -> str:
+    """A SQL file's text (UTF-8, a byte order mark dropped), or SDPX-SQL-305.
+
+    Only a regular file is opened (a named pipe or a device would block or never end).
+
+    :param path: The file to open.
+    :param shown: The file as shown in messages.
+    """
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise SdpExpectError("SDPX-SQL-305", f"cannot read {shown}: not a regular file",
+                                 location=shown)
+        with open(path, encoding="utf-8-sig") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise SdpExpectError("SDPX-SQL-305", f"cannot read {shown}: {reason}",
+                             location=shown) from None
 
 
 def parse(text: str, file: str, *, base_dir: Optional[str] = None,
