@@ -472,9 +472,7 @@ class _Statement:
                 error = self.cursor.unsupported(
                     token, f"{token.text.lower()}()", DATABRICKS_ONLY_FUNCTIONS[token.text.lower()]
                 )
-                if self.findings is None:
-                    raise error
-                self.findings.errors.append(error)
+                self._keep(error)
                 return
 
     # -- SET ----------------------------------------------------------------------------
@@ -654,23 +652,30 @@ class _Statement:
 
     def _collecting_constraint(self, statement: DatasetStatement, element: Sequence[Token],
                                end: Token) -> None:
-        """:meth:`_constraint`; with findings, counted, and its error kept instead of raised.
+        """:meth:`_constraint`, counted; its error named by dataset, expectation and place.
 
         :param statement: The dataset being read.
         :param element: The clause's tokens.
         :param end: The ``,`` or ``)`` after it.
         """
-        if self.findings is None:
-            self._constraint(statement, element, end)
-            return
-        self.findings.constraints += 1
+        if self.findings is not None:
+            self.findings.constraints += 1
         try:
             self._constraint(statement, element, end)
         except SdpExpectError as error:
-            self.findings.errors.append(SdpExpectError(
+            self._keep(SdpExpectError(
                 error.code, error.detail, dataset=error.dataset or statement.name.dataset,
                 expectation=error.expectation or element[1].value, fix=error.fix,
                 location=error.location or str(self.cursor.position(element[0]))))
+
+    def _keep(self, error: SdpExpectError) -> None:
+        """Raise ``error`` (:func:`parse`), or keep it and read on (:func:`check`).
+
+        :param error: An error that need not end the statement.
+        """
+        if self.findings is None:
+            raise error
+        self.findings.errors.append(error)
 
     def _constraint(self, statement: DatasetStatement, element: Sequence[Token],
                     end: Token) -> None:
