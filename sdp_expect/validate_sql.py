@@ -74,16 +74,10 @@ def _issues(findings: Findings, path: str) -> list[ValidationIssue]:
     :param findings: What :func:`~sdp_expect.dbsql.parse.check` found.
     :param path: The SQL file as shown.
     """
-    found: list[tuple[tuple[int, ...], ValidationIssue]] = []
-    failed_uses = iter([use for use in findings.rule_files if use.check.errors])
-    for error in findings.errors:
-        if not isinstance(error, RuleFileError):
-            found.append((_line_and_column(error.location, path), _issue(error, path)))
-            continue
-        use = next(failed_uses, None)
-        if use is not None and _unreadable(use.check):
-            where = (use.position.line, use.position.column)
-            found.append((where, _unreadable_issue(use, path)))
+    found = [(_line_and_column(error.location, path), _issue(error, path))
+             for error in findings.errors if not isinstance(error, RuleFileError)]
+    found += [((use.position.line, use.position.column), _unreadable_issue(use, path))
+              for use in findings.rule_files if _unreadable(use.check)]
     found.sort(key=lambda pair: pair[0])
     return [issue for _, issue in found]
 
