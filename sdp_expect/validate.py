@@ -35,7 +35,6 @@ __all__ = [
     "CHECKERS",
     "Checker",
     "FileResult",
-    "NOT_YET_SUPPORTED",
     "PIPELINE_SPECS",
     "ReferencedFile",
     "ValidationIssue",
@@ -171,9 +170,6 @@ CHECKERS: dict[str, Checker] = {
 }
 """Suffix (lower case, with the dot) to checker; directories are searched for these suffixes."""
 
-NOT_YET_SUPPORTED: dict[str, str] = {}
-"""Suffix to the note given when such a file is named explicitly (none today)."""
-
 
 def register_checker(suffix: str, checker: Checker) -> None:
     """Check files ending in ``suffix`` with ``checker``, also when found under a directory.
@@ -181,9 +177,7 @@ def register_checker(suffix: str, checker: Checker) -> None:
     :param suffix: The file suffix with its dot, e.g. ``'.sql'`` (any case).
     :param checker: The function that checks one file.
     """
-    key = suffix.lower()
-    CHECKERS[key] = checker
-    NOT_YET_SUPPORTED.pop(key, None)
+    CHECKERS[suffix.lower()] = checker
 
 
 @dataclass
@@ -297,9 +291,6 @@ def _check_named_file(path: str, report: ValidationReport) -> None:
     if os.path.basename(path) in PIPELINE_SPECS:
         report.notes.append(ValidationNote(
             path, "not checked: a pipeline spec (spark-pipeline.yml), not a rule file"))
-        return
-    if suffix in NOT_YET_SUPPORTED and suffix not in CHECKERS:
-        report.notes.append(ValidationNote(path, NOT_YET_SUPPORTED[suffix]))
         return
     report.check(path, CHECKERS.get(suffix, check_rule_file))
 

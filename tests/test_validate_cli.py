@@ -220,7 +220,6 @@ def test_a_checker_can_be_plugged_in_for_a_suffix(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("sdp_expect.validate.CHECKERS", dict(CHECKERS))
-    monkeypatch.setattr("sdp_expect.validate.NOT_YET_SUPPORTED", {".sql": "later"})
     seen: list[str] = []
 
     def check_sql(path: str) -> FileResult:
