@@ -21,7 +21,6 @@ The meaning of a rule, in one place:
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import Optional
 
@@ -29,7 +28,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from sdp_expect.errors import SdpExpectError
-from sdp_expect.model import Action, DatasetRules, Expectation
+from sdp_expect.model import Action, DatasetKind, DatasetRules, Expectation
 from sdp_expect.names import (
     DROPPED_FLAG_COLUMN,
     FAILED_EXPECTATIONS_COLUMN,
@@ -56,14 +55,6 @@ __all__ = [
 
 NO_RETRY_CONF = {"spark.sql.pipelines.maxFlowRetryAttempts": "0"}
 """Per-flow setting for flows with fail rules: a failed expectation is not retried."""
-
-
-class DatasetKind(str, enum.Enum):
-    """The kind of dataset expectations are attached to."""
-
-    MATERIALIZED_VIEW = "materialized view"
-    STREAMING_TABLE = "streaming table"
-    TEMPORARY_VIEW = "temporary view"
 
 
 @dataclass(frozen=True)

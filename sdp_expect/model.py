@@ -25,6 +25,14 @@ __all__ = [
 ]
 
 
+class DatasetKind(str, enum.Enum):
+    """The kind of dataset expectations are attached to."""
+
+    MATERIALIZED_VIEW = "materialized view"
+    STREAMING_TABLE = "streaming table"
+    TEMPORARY_VIEW = "temporary view"
+
+
 class Action(str, enum.Enum):
     """What happens to a record that violates an expectation."""
 

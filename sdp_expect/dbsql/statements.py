@@ -11,12 +11,9 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional, Union
+from typing import Optional, Union
 
-from sdp_expect.model import DatasetRules
-
-if TYPE_CHECKING:  # the compiler imports pyspark; reading a file (validate) must not
-    from sdp_expect.compiler import DatasetKind
+from sdp_expect.model import DatasetKind, DatasetRules
 
 __all__ = [
     "DatasetStatement",
@@ -128,8 +125,6 @@ class DatasetType(enum.Enum):
     @property
     def kind(self) -> DatasetKind:
         """The compiler's kind: a persisted view has a view's expectations (no companions)."""
-        from sdp_expect.compiler import DatasetKind
-
         return {
             DatasetType.MATERIALIZED_VIEW: DatasetKind.MATERIALIZED_VIEW,
             DatasetType.STREAMING_TABLE: DatasetKind.STREAMING_TABLE,
