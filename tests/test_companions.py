@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import textwrap
 from pathlib import Path
 
 from chispa import assert_df_equality
@@ -39,6 +41,39 @@ def test_rule_file_gives_the_same_tables_as_the_same_rules_as_decorators(make_pi
     metrics = result.table("from_file_dq_metrics").drop("dataset")
     expected = result.table("from_decorators_dq_metrics").drop("dataset")
     assert_df_equality(metrics, expected, ignore_row_order=True)
+
+
+def test_rule_file_paths_start_at_the_pipeline_file_tags_select_and_decorators_combine(
+        make_pipeline, tmp_path):
+    """``expect_from_file("rules/orders.yml", tag=...)`` in ``pipelines/orders.py`` reads
+    ``pipelines/rules/orders.yml`` (not a path from the current directory, which is the
+    project folder while the files are imported), keeps the rules with the tag, and adds
+    them to the decorator's rule on the same dataset."""
+    project = tmp_path / "project"
+    code = project / "pipelines"
+    (code / "rules").mkdir(parents=True)
+    shutil.copy(RULES, code / "rules" / "orders.yml")
+    (code / "orders.py").write_text(textwrap.dedent("""\
+        from pyspark.sql import SparkSession
+        from sdp_expect import pipelines as dp
+
+        spark = SparkSession.active()
+
+        @dp.materialized_view
+        @dp.quarantine()
+        @dp.expect_from_file("rules/orders.yml", tag="ranges")
+        @dp.expect_or_drop("id_present", "id IS NOT NULL")
+        def checked():
+            return spark.read.table("src")
+        """))
+    pipeline = make_pipeline(files=project)
+    pipeline.create_table("src", ROWS, SCHEMA)
+    result = pipeline.run()
+    assert result.ok, result.output
+    actions = {r["expectation"]: r["action"] for r in result.rows("checked_dq_metrics")}
+    assert actions == {"small": "warn", "not_negative": "drop", "id_present": "drop"}
+    assert sorted(r["id"] for r in result.rows("checked")) == [1, 4]
+    assert sorted(r["id"] or 0 for r in result.rows("checked_quarantine")) == [0, 3, 5]
 
 
 def test_rule_names_are_data_not_code(make_pipeline):

@@ -4,6 +4,8 @@ registration: the error must come before any flow starts."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyspark
 import pytest
 from pyspark.sql import functions as F
@@ -46,6 +48,20 @@ def test_duplicate_name_within_a_dataset(make_pipeline):
 
     error = definition_error(make_pipeline, define)
     assert_names(error, "SDPX-VAL-071", "orders", "valid")
+
+
+def test_a_name_in_a_rule_file_and_in_a_decorator_of_one_dataset(make_pipeline):
+    rules = Path(__file__).resolve().parent / "fixtures" / "pipeline_rules" / "orders.yml"
+
+    def define(spark):
+        @dp.materialized_view
+        @dp.expect_from_file(str(rules))
+        @dp.expect("valid_id", "id > 0")
+        def checked():
+            return spark.read.table("src")
+
+    error = definition_error(make_pipeline, define)
+    assert_names(error, "SDPX-VAL-071", "checked", "valid_id")
 
 
 def test_same_name_on_two_datasets_is_allowed(make_pipeline):
