@@ -76,6 +76,34 @@ def test_rule_file_paths_start_at_the_pipeline_file_tags_select_and_decorators_c
     assert sorted(r["id"] or 0 for r in result.rows("checked_quarantine")) == [0, 3, 5]
 
 
+def test_quarantine_by_name_and_for_the_whole_pipeline(make_pipeline):
+    def define(spark):
+        @dp.materialized_view
+        @dp.quarantine(name="rejected_orders")
+        @dp.expect_or_drop("valid_id", "id IS NOT NULL")
+        def named():
+            return spark.read.table("src")
+
+        @dp.table
+        @dp.expect("small", "amount < 100")
+        @dp.expect_or_drop("not_negative", "amount >= 0")
+        def by_pipeline():
+            return spark.readStream.table("src")
+
+    pipeline = make_pipeline(define, conf={"sdp_expect.quarantine": "true"})
+    pipeline.create_table("src", ROWS, SCHEMA)
+    result = pipeline.run()
+    assert result.ok, result.output
+    assert "named_quarantine" not in result.outputs
+    assert result.outputs["rejected_orders"] == "MaterializedView"
+    assert result.outputs["by_pipeline_quarantine"] == "StreamingTable"
+    assert [(r["id"], r["amount"], r["_failed_expectations"])
+            for r in result.rows("rejected_orders")] == [(None, 7, ["valid_id"])]
+    assert sorted((r["id"], r["_failed_expectations"])
+                  for r in result.rows("by_pipeline_quarantine")) == [
+        (3, ["not_negative"]), (5, ["small", "not_negative"])]
+
+
 def test_rule_names_are_data_not_code(make_pipeline):
     names = ["it's \"quoted\"", "with `backticks`", "ünïcödé ✓", "SELECT * FROM x; --",
              "a, b"]
