@@ -66,7 +66,7 @@ from pyspark import pipelines as sdp
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.connect.session import SparkSession
-from sdp_runner import Pipeline, RunResult, SparkServer
+from sdp_runner import Pipeline, RunResult, SparkServer, committed_batches
 
 from sdp_expect import pipelines as dp
 
@@ -192,21 +192,6 @@ def check(key: str, result: RunResult, exp: Expected) -> dict[str, int]:
     _expect("b: metrics total", {int(r["total_records"]) for r in rows.values()}, {exp.total})
     _expect("b: metrics dropped", {int(r["dropped_records"]) for r in rows.values()},
             {exp.dropped})
-    return counts
-
-
-def committed_batches(storage: Path, flows: dict[str, str], database: str) -> dict[str, int]:
-    """Micro-batches each streaming flow committed, from its checkpoint folder."""
-    counts = {}
-    for table, flow in flows.items():
-        root = storage / "_checkpoints" / "spark_catalog" / database / table / flow
-        # The newest commit's batch id + 1: Spark deletes old commit files as it goes
-        # (spark.sql.streaming.minBatchesToRetain), so they cannot just be counted.
-        versions = sorted((p for p in root.glob("*") if p.name.isdigit()),
-                          key=lambda p: int(p.name))  # a full refresh starts a new one
-        commits = versions[-1].glob("commits/*") if versions else []
-        ids = [int(p.name) for p in commits if p.name.isdigit()]
-        counts[flow] = max(ids) + 1 if ids else 0
     return counts
 
 

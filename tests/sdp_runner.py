@@ -288,3 +288,24 @@ def copy_project(source: Path, target: Path) -> Path:
     shutil.copytree(source, target, ignore=shutil.ignore_patterns(
         "spark-warehouse", "metastore_db", "pipeline-storage", "derby.log", "__pycache__"))
     return target
+
+
+def committed_batches(storage: Path, flows: dict[str, str],
+                      database: str = "default") -> dict[str, int]:
+    """Micro-batches each streaming flow committed, from its checkpoint folder.
+
+    :param storage: The pipeline's storage folder.
+    :param flows: Target table to flow name.
+    :param database: The tables' database.
+    """
+    counts = {}
+    for table, flow in flows.items():
+        root = storage / "_checkpoints" / "spark_catalog" / database / table / flow
+        # The newest commit's batch id + 1: Spark deletes old commit files as it goes
+        # (spark.sql.streaming.minBatchesToRetain), so they cannot just be counted.
+        versions = sorted((p for p in root.glob("*") if p.name.isdigit()),
+                          key=lambda p: int(p.name))  # a full refresh starts a new one
+        commits = versions[-1].glob("commits/*") if versions else []
+        ids = [int(p.name) for p in commits if p.name.isdigit()]
+        counts[flow] = max(ids) + 1 if ids else 0
+    return counts

@@ -38,7 +38,7 @@ from typing import Any, Optional
 import pytest
 from chispa import assert_df_equality
 from cli_helpers import read_all_tables, user_env
-from sdp_runner import copy_project
+from sdp_runner import committed_batches, copy_project
 
 from sdp_expect import pipelines as dp
 
@@ -255,21 +255,6 @@ def with_group_gone(pgid: int, sig: int, leader: subprocess.Popen[str]) -> None:
     raise AssertionError(f"process group {pgid} still alive 30 s after signal {sig}")
 
 
-def committed_batches(storage: Path) -> dict[str, int]:
-    """Micro-batches each streaming flow has committed, from its checkpoint."""
-    counts = {}
-    for table, flow in FLOWS.items():
-        root = storage / "_checkpoints" / "spark_catalog" / "default" / table / flow
-        # The newest commit's batch id + 1: Spark deletes old commit files as it goes
-        # (spark.sql.streaming.minBatchesToRetain), so they cannot just be counted.
-        versions = sorted((p for p in root.glob("*") if p.name.isdigit()),
-                          key=lambda p: int(p.name))  # a full refresh starts a new one
-        commits = versions[-1].glob("commits/*") if versions else []
-        ids = [int(p.name) for p in commits if p.name.isdigit()]
-        counts[flow] = max(ids) + 1 if ids else 0
-    return counts
-
-
 @dataclass
 class KillRound:
     """One killed run: when it was killed, and how far each streaming flow had come."""
@@ -335,7 +320,7 @@ def test_killed_runs_then_a_complete_run_hold_every_record_once(tmp_path: Path) 
         if commits is None:
             return run.anchored.wait(300)
         while time.monotonic() < deadline and run.process.poll() is None:
-            if committed_batches(storage)["orders"] >= commits:
+            if committed_batches(storage, FLOWS)["orders"] >= commits:
                 return True
             time.sleep(0.1)
         return False
@@ -343,7 +328,7 @@ def test_killed_runs_then_a_complete_run_hold_every_record_once(tmp_path: Path) 
     for number in range(rounds):
         if history and time.monotonic() - started > budget_s / 2:
             break  # bounded in time: the complete run below still has to fit
-        before = committed_batches(storage)
+        before = committed_batches(storage, FLOWS)
         add_files(files_per_round)
         files = len(records) // records_per_file
         if number == 0:
@@ -368,7 +353,7 @@ def test_killed_runs_then_a_complete_run_hold_every_record_once(tmp_path: Path) 
         if this.exited_before_kill not in (None, 0):
             pytest.fail(f"round {this.round}: the run failed before the kill:\n"
                         f"{run.output[-4000:]}")
-        this.after = committed_batches(storage)
+        this.after = committed_batches(storage, FLOWS)
         history.append(this)
         print(f"kill round {this}", flush=True)
 
@@ -391,7 +376,7 @@ def test_killed_runs_then_a_complete_run_hold_every_record_once(tmp_path: Path) 
     # the file source's own log and the query's offset log makes the first batch after
     # the restart take two files (Spark's file source, seen on 4.1.4): at most one file
     # per kill is merged so, and no record is lost or doubled (checked above).
-    done = committed_batches(storage)
+    done = committed_batches(storage, FLOWS)
     assert all(files - len(history) <= n <= files for n in done.values()), report + str(done)
     print(f"fault test: seed {seed}, {len(records)} records in {files} files, "
           f"{len(history)} kills, {time.monotonic() - started:.0f} s", flush=True)
