@@ -139,6 +139,14 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "install a pyspark that has it (the message names the Spark version that added "
             "it), e.g. pip install 'pyspark[pipelines]>=4.3,<5'",
         ),
+        ErrorSpec(
+            "SDPX-DEF-110",
+            "a query applies a DataFrame method that makes open-source SDP read another "
+            "dataset of the pipeline from the previous update",
+            "write the same without the method (the message names the rewrite; "
+            "docs/early-binding.md lists each method), or apply it where the data enters "
+            "the pipeline, before the dataset is written",
+        ),
         # -- pipeline configuration --
         ErrorSpec(
             "SDPX-CFG-201",
@@ -182,6 +190,20 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "Spark rejected a statement translated from a Databricks SQL file",
             "fix the statement at the file and line named in the message; run sdp-expect "
             "translate on the file to see the SQL that Spark was given",
+        ),
+        ErrorSpec(
+            "SDPX-SQL-307",
+            "a cell of an exported Databricks SQL notebook is in another language than SQL "
+            "(%python, %scala, %r, %sh, %pip, %run, ...)",
+            "move what the cell does into a Python file of the pipeline (or outside the "
+            "pipeline) and delete the cell; SQL cells and markdown cells (%md) may stay",
+        ),
+        ErrorSpec(
+            "SDPX-SQL-308",
+            "a statement that open-source SDP does not run in a pipeline's SQL file",
+            "keep only pipeline statements in the file (CREATE MATERIALIZED VIEW, STREAMING "
+            "TABLE, [TEMPORARY] VIEW, FLOW, SET, USE): delete a query or a statement meant for "
+            "a notebook, or move it out of the pipeline",
         ),
     ]
 }

@@ -52,6 +52,8 @@ from sdp_expect.registration import (
     graph_state,
     is_streaming,
     located,
+    note_datasets,
+    registering,
 )
 from sdp_expect.spark_version import SCD_TYPE_2, spark_has
 
@@ -343,29 +345,29 @@ def _define_dataset(kind: Optional[DatasetKind], func: Any, options: Dict[str, A
     name: str = options.get("name") or func.__name__
     pending = _take_pending(func)
     state = graph_state()
-    query: Optional[DataFrame] = None
+    # Evaluated here for every dataset, with or without rules: the plan is checked for
+    # reads that open-source SDP would bind to the previous update (SDPX-DEF-110).
+    query = evaluate_query(func, name, where=_where(location))
     if kind is None:
-        query = evaluate_query(func, name)
         kind = DatasetKind.STREAMING_TABLE if is_streaming(query) else DatasetKind.MATERIALIZED_VIEW
     if pending is None:
-        target_func = func if query is None else _returning(query, func)
-        with located(location):
-            _SDP_DECORATORS[kind](**options)(target_func)
+        with located(location), registering(name):
+            _SDP_DECORATORS[kind](**options)(_returning(query, func))
         state.flow_targets.add(name)
+        note_datasets(name)
         return
     rules = _resolve_rules(name, pending)
     companions = plan_companions(rules, state.options, kind)
     logic = RuleLogic(rules, state.options)
-    if query is None:
-        query = evaluate_query(func, name)
     options = dict(options, name=name, spark_conf=logic.flow_conf(options.get("spark_conf")))
-    with located(location):
+    with located(location), registering(name):
         _SDP_DECORATORS[kind](**options)(_returning(logic.target(query), func))
         if kind is DatasetKind.STREAMING_TABLE:
             _declare_table_companions(logic, companions, options.get("format"))
             state.table_rules[name] = (logic, companions)
         _add_companion_flows(logic, companions, kind, query, name)
     state.flow_targets.add(name)
+    note_datasets(name, *companions.names())
 
 
 def _declare_table_companions(logic: RuleLogic, companions: CompanionPlan,
@@ -653,6 +655,7 @@ def create_streaming_table(
     with located(location):
         _sdp.create_streaming_table(name, **table_options)
         if rules.empty and rules.quarantine is None:
+            note_datasets(name)
             return
         if name in state.flow_targets:
             raise SdpExpectError("SDPX-DEF-105", dataset=name, location=_where(location))
@@ -660,6 +663,7 @@ def create_streaming_table(
         companions = plan_companions(rules, state.options, DatasetKind.STREAMING_TABLE)
         _declare_table_companions(logic, companions, format)
         state.table_rules[name] = (logic, companions)
+    note_datasets(name, *companions.names())
 
 
 def append_flow(
@@ -688,12 +692,13 @@ def append_flow(
             raise SdpExpectError(code, f"expectations on append_flow {flow_name!r} into "
                                  f"{target!r}", dataset=target, location=_where(location))
         entry = state.table_rules.get(target)
-        with located(location):
+        query = evaluate_query(func, flow_name, reader=target, where=_where(location))
+        with located(location), registering(target):
             if entry is None:
-                _sdp.append_flow(target=target, name=name, spark_conf=spark_conf)(func)
+                _sdp.append_flow(target=target, name=name, spark_conf=spark_conf)(
+                    _returning(query, func))
             else:
                 logic, companions = entry
-                query = evaluate_query(func, flow_name)
                 _sdp.append_flow(target=target, name=flow_name,
                                  spark_conf=logic.flow_conf(spark_conf))(
                     _returning(logic.target(query), func))

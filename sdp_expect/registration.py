@@ -11,17 +11,25 @@ decorators need and nothing about rules:
 * :func:`graph_state` keeps per-graph facts (which streaming tables carry
   expectations, which names are sinks, which tables flows already write);
 * :func:`is_streaming` tells a streaming query from a batch one by reading
-  the unresolved plan, without asking Spark to analyse it.
+  the unresolved plan, without asking Spark to analyse it;
+* :func:`check_reads` and :func:`note_datasets` stop a query that open-source
+  SDP would bind to the previous update's table (SDPX-DEF-110, see
+  :mod:`sdp_expect.early_binding`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import os
+import sys
 import weakref
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, TypeVar
 
+import pyspark
 from pyspark.pipelines.graph_element_registry import (
     GraphElementRegistry,
     get_active_graph_element_registry,
@@ -30,15 +38,29 @@ from pyspark.pipelines.graph_element_registry import (
 from pyspark.pipelines.source_code_location import SourceCodeLocation
 from pyspark.sql import DataFrame, SparkSession
 
+import sdp_expect
+from sdp_expect.early_binding import (
+    EarlyRead,
+    describe,
+    early_reads,
+    messages,
+    sql_dataset_names,
+    table_name,
+)
+from sdp_expect.errors import SdpExpectError
 from sdp_expect.options import PipelineOptions, read_options
+from sdp_expect.spec import library_files, spec_in
 
 __all__ = [
     "GraphState",
+    "check_reads",
     "evaluate_query",
     "graph_state",
     "is_streaming",
     "located",
+    "note_datasets",
     "real_registry",
+    "registering",
 ]
 
 T = TypeVar("T")
@@ -98,12 +120,17 @@ class GraphState:
         into them, by name, with what is needed to add those flows.
     :param flow_targets: Names of datasets some flow already writes into.
     :param sinks: Names declared with ``create_sink``.
+    :param datasets: Names of the datasets defined so far (lower case).
+    :param early_reads: Early-binding reads of tables not (yet) known as datasets:
+        a dataset defined later under that name raises SDPX-DEF-110 for them.
     """
 
     options: PipelineOptions
     table_rules: dict[str, Any] = field(default_factory=dict)
     flow_targets: set[str] = field(default_factory=set)
     sinks: set[str] = field(default_factory=set)
+    datasets: set[str] = field(default_factory=set)
+    early_reads: list[tuple[EarlyRead, str, str]] = field(default_factory=list)
 
 
 _STATES: weakref.WeakKeyDictionary[GraphElementRegistry, GraphState] = (
@@ -130,22 +157,50 @@ def graph_state() -> GraphState:
     state = _STATES.get(registry)
     if state is None:
         spark = getattr(registry, "_spark", None) or _session()
-        state = GraphState(options=read_options(_conf_getter(spark)))
+        state = GraphState(options=read_options(_conf_getter(spark)),
+                           datasets=_spec_sql_datasets())
         _STATES[registry] = state
     return state
 
 
-def evaluate_query(func: Callable[[], DataFrame], flow_name: str) -> DataFrame:
+def _spec_sql_datasets() -> set[str]:
+    """Datasets that the SQL files of the spec define (``spark-pipelines`` registers
+    the definitions from the spec's folder, which is then the current directory):
+    a Python query read with an early-binding method of one of them is caught even
+    when its SQL file was registered first.
+    """
+    spec = spec_in(Path.cwd())
+    if spec is None:
+        return set()
+    names: set[str] = set()
+    for file in library_files(spec, ".sql"):
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        names.update(name.lower() for name in sql_dataset_names(text))
+    return names
+
+
+def evaluate_query(func: Callable[[], DataFrame], flow_name: str, *,
+                   reader: Optional[str] = None, where: Optional[str] = None) -> DataFrame:
     """Call a query function once, as SDP would when it registers the flow.
 
     The call runs inside the flow's pipeline analysis context and, where the
     installed Spark blocks analysis and execution in query functions on the
     client (4.1), inside that block too, so a query function that calls
     ``count()`` fails here exactly as it would without sdp-expect.
+
+    The query's plan is then checked for reads that open-source SDP would bind
+    to the previous update (:func:`check_reads`).
+
+    :param reader: The dataset the flow writes (default ``flow_name``).
+    :param where: The query function's location (``file:line``), for errors.
     """
     registry = real_registry()
     spark = getattr(registry, "_spark", None)
     graph_id = getattr(registry, "_dataflow_graph_id", None)
+    sites: dict[int, tuple[str, str]] = {}
     with contextlib.ExitStack() as stack:
         if spark is not None and graph_id is not None:
             from pyspark.pipelines.add_pipeline_analysis_context import (
@@ -165,24 +220,158 @@ def evaluate_query(func: Callable[[], DataFrame], flow_name: str) -> DataFrame:
             pass
         else:
             stack.enter_context(block_spark_connect_execution_and_analysis())
-        return func()
+        stack.enter_context(_call_sites(sites))
+        query = func()
+    check_reads(query, reader or flow_name, where, sites)
+    return query
 
 
-def _walk_messages(message: Any) -> Iterator[Any]:
-    """Every protobuf message inside ``message``, iteratively (plans can be deep)."""
-    from google.protobuf.message import Message
+# The DataFrame methods whose call sites are noted while a query function runs, so that
+# SDPX-DEF-110 names the line that called one (early_binding.EARLY_BINDING_RELATIONS).
+_TRACKED_METHODS = (
+    "withColumn", "withColumns", "withMetadata", "withColumnRenamed", "withColumnsRenamed",
+    "drop", "to", "distinct", "dropDuplicates", "drop_duplicates",
+    "dropDuplicatesWithinWatermark", "fillna", "dropna", "replace", "describe", "summary",
+    "crosstab", "freqItems", "sampleBy", "transpose", "withWatermark",
+)
+_OWN_FOLDERS = tuple(
+    os.path.dirname(os.path.abspath(module.__file__ or ""))
+    for module in (pyspark, sdp_expect)
+)
 
-    stack = [message]
-    while stack:
-        current = stack.pop()
-        yield current
-        for _, value in current.ListFields():
-            if isinstance(value, Message):
-                stack.append(value)
-            elif hasattr(value, "values") and callable(value.values):  # a map field
-                stack.extend(v for v in value.values() if isinstance(v, Message))
-            elif not isinstance(value, (str, bytes)) and hasattr(value, "__iter__"):
-                stack.extend(v for v in value if isinstance(v, Message))
+
+def _user_frame() -> Optional[str]:
+    """``file:line`` of the innermost caller outside pyspark and sdp-expect."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = os.path.abspath(frame.f_code.co_filename)
+        if not filename.startswith(_OWN_FOLDERS):
+            return f"{os.path.basename(filename)}:{frame.f_lineno}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
+def _recording(method: Callable[..., Any], sites: dict[int, tuple[str, str]],
+               ) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = method(self, *args, **kwargs)
+        plan_id = getattr(getattr(result, "_plan", None), "_plan_id", None)
+        site = _user_frame() if isinstance(plan_id, int) else None
+        if isinstance(plan_id, int) and site is not None:
+            # The outermost call returns last and wins: withColumnRenamed, not the
+            # withColumnsRenamed that pyspark calls inside it.
+            sites[plan_id] = (site, method.__name__)
+        return result
+
+    return call
+
+
+@contextlib.contextmanager
+def _call_sites(sites: dict[int, tuple[str, str]]) -> Iterator[None]:
+    """While the block runs, note where each tracked Spark Connect method is called.
+
+    The plan carries no source location, and an early-binding method is best
+    reported at the line that called it, not only at the query function.
+    """
+    try:
+        from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+    except ImportError:  # pragma: no cover - pyspark[connect] is a dependency
+        yield
+        return
+    originals = {name: ConnectDataFrame.__dict__[name] for name in _TRACKED_METHODS
+                 if name in ConnectDataFrame.__dict__}
+    for name, original in originals.items():
+        setattr(ConnectDataFrame, name, _recording(original, sites))
+    try:
+        yield
+    finally:
+        for name, original in originals.items():
+            setattr(ConnectDataFrame, name, original)
+
+
+def _relation(query: DataFrame) -> Any:
+    """The query's unresolved Spark Connect plan, or None for a classic DataFrame."""
+    plan = getattr(query, "_plan", None)
+    session = getattr(query, "sparkSession", None)
+    client = getattr(session, "client", None)
+    if plan is None or client is None:
+        return None
+    return plan.plan(client)
+
+
+def _early_error(read: EarlyRead, reader: str, where: Optional[str],
+                 not_yet: bool = False) -> SdpExpectError:
+    detail = describe(read, reader, where)
+    if not_yet:
+        detail += (f"; Spark stopped it now because {read.table!r} is not in the catalog "
+                   f"yet (the first update, or a table that does not exist)")
+    return SdpExpectError("SDPX-DEF-110", detail, dataset=reader,
+                          fix=f"{read.rewrite}; see docs/early-binding.md", location=where)
+
+
+def check_reads(query: DataFrame, reader: str, where: Optional[str],
+                sites: Optional[dict[int, tuple[str, str]]] = None) -> None:
+    """Stop a query that open-source SDP would bind to the previous update's table.
+
+    A read of a dataset defined so far raises SDPX-DEF-110 at once; a read of
+    any other table is remembered, and :func:`note_datasets` raises if a
+    dataset of that name is defined later (in a later file).
+
+    :param query: The DataFrame a query function returned.
+    :param reader: The dataset the query's flow writes.
+    :param where: The query function's ``file:line``.
+    :param sites: Plan id -> ``file:line`` and name of the method call that built
+        that node, when it was called inside the query function.
+    """
+    relation = _relation(query)
+    if relation is None:
+        return
+    state = graph_state()
+    for read in early_reads(relation):
+        site = (sites or {}).get(read.plan_id) if read.plan_id is not None else None
+        location = where
+        if site is not None:
+            location, method = site
+            read = dataclasses.replace(read, method=method)
+        if read.table.lower() in state.datasets:
+            raise _early_error(read, reader, location)
+        state.early_reads.append((read, reader, location or ""))
+
+
+@contextlib.contextmanager
+def registering(reader: str) -> Iterator[None]:
+    """Register ``reader``'s flows in this block: Spark's ``TABLE_OR_VIEW_NOT_FOUND`` for
+    a table that the flow's query reads with an early-binding method becomes SDPX-DEF-110.
+
+    Spark analyses some of these methods' input when the flow is registered. On a
+    pipeline's first update, a dataset defined in a later file is not in the catalog
+    yet, so Spark refuses the flow before the later file can be checked; on later
+    updates the same query would read the previous update's table.
+    """
+    try:
+        yield
+    except Exception as error:
+        condition = getattr(error, "getCondition", getattr(error, "getErrorClass", None))
+        if not callable(condition) or condition() != "TABLE_OR_VIEW_NOT_FOUND":
+            raise
+        parameters = error.getMessageParameters() or {}  # type: ignore[attr-defined]
+        missing = table_name(str(parameters.get("relationName", ""))).lower()
+        for read, early_reader, location in graph_state().early_reads:
+            if early_reader == reader and read.table.lower() == missing:
+                raise _early_error(read, reader, location or None, not_yet=True) from None
+        raise
+
+
+def note_datasets(*names: str) -> None:
+    """Record datasets of the graph; raise SDPX-DEF-110 for an earlier early read of one."""
+    state = graph_state()
+    for name in names:
+        key = table_name(name).lower()
+        state.datasets.add(key)
+        for read, reader, location in state.early_reads:
+            if read.table.lower() == key:
+                raise _early_error(read, reader, location or None)
 
 
 def is_streaming(query: DataFrame) -> bool:
@@ -192,13 +381,10 @@ def is_streaming(query: DataFrame) -> bool:
     and for ``STREAM`` in SQL text (``spark.sql("... FROM STREAM(x)")``). No
     request is sent to Spark.
     """
-    plan = getattr(query, "_plan", None)
-    session = getattr(query, "sparkSession", None)
-    client = getattr(session, "client", None)
-    if plan is None or client is None:
+    relation = _relation(query)
+    if relation is None:
         return bool(query.isStreaming)  # classic (non-Connect) DataFrame: no RPC involved
-    relation = plan.plan(client)
-    for message in _walk_messages(relation):
+    for message in messages(relation):
         name = message.DESCRIPTOR.name
         if name == "Read" and getattr(message, "is_streaming", False):
             return True

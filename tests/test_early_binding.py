@@ -1,0 +1,536 @@
+"""Reads that open-source SDP binds to the previous update's table (SDPX-DEF-110).
+
+Some DataFrame methods make Spark Connect analyse their input while the flow is
+registered. Over a read of another dataset of the pipeline that binds the flow
+to the catalog table the previous update left: the flow no longer waits for the
+dataset and comes out stale or empty, and the update exits 0.
+
+The matrix below goes through pyspark's Spark Connect DataFrame API and asks
+plain SDP (``pyspark.pipelines``), on the installed Spark, which methods do it;
+then it asks sdp-expect to define the same queries. The law: sdp-expect
+rejects a query exactly when plain SDP binds it, and every query it accepts
+gives the right table. The per-version result is printed and kept in
+``docs/early-binding.md``.
+
+How "binds" is observed without a race: the second update's ``bronze`` fails.
+A flow that depends on ``bronze`` is then SKIPPED; a flow bound to the catalog
+table runs anyway (it reads the previous update's table).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any, Callable
+
+import pyspark
+import pytest
+from pyspark import pipelines as plain
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from sdp_expect import SdpExpectError, dlt
+from sdp_expect import pipelines as dp
+from sdp_expect.spark_version import spark_has
+
+Case = Callable[[Any], DataFrame]
+
+SCHEMA = "id BIGINT, v STRING"
+SRC_1 = [(1, "a"), (2, "b"), (2, "b"), (4, None)]
+SRC_2 = [*SRC_1, (5, "e"), (6, "f")]
+OTHER = [(1, "a"), (3, "c")]
+NO_RETRY = {"spark.sql.pipelines.maxFlowRetryAttempts": "0"}  # bronze fails on purpose
+
+
+def _b(spark: Any) -> DataFrame:
+    return spark.read.table("bronze")
+
+
+def _o(spark: Any) -> DataFrame:
+    return spark.read.table("other")
+
+
+_TYPED = StructType([StructField("id", LongType()), StructField("v", StringType())])
+
+# Every method of pyspark.sql.connect.DataFrame that returns a DataFrame, applied to a
+# read of the pipeline dataset `bronze` (and, for the binary ones, with `bronze` as the
+# argument too). Actions (count, collect, ...) and analysis (columns, schema) are refused
+# inside query functions by SDP itself and are not listed.
+BATCH: dict[str, Case] = {
+    "select": lambda s: _b(s).select("id", "v"),
+    "selectExpr": lambda s: _b(s).selectExpr("id", "upper(v) AS v"),
+    "filter": lambda s: _b(s).filter("id > 0"),
+    "where": lambda s: _b(s).where(F.col("id") > 0),
+    "withColumn": lambda s: _b(s).withColumn("w", F.col("id") + 1),
+    "withColumns": lambda s: _b(s).withColumns({"w": F.col("id") + 1, "x": F.lit(1)}),
+    "withColumnRenamed": lambda s: _b(s).withColumnRenamed("v", "vv"),
+    "withColumnsRenamed": lambda s: _b(s).withColumnsRenamed({"v": "vv", "id": "key"}),
+    "withMetadata": lambda s: _b(s).withMetadata("v", {"comment": "x"}),
+    "drop": lambda s: _b(s).drop("v"),
+    "drop(Column)": lambda s: _b(s).drop(F.col("v")),
+    "toDF": lambda s: _b(s).toDF("key", "value"),
+    "to": lambda s: _b(s).to(_TYPED),
+    "alias": lambda s: _b(s).alias("x"),
+    "distinct": lambda s: _b(s).distinct(),
+    "dropDuplicates": lambda s: _b(s).dropDuplicates(),
+    "dropDuplicates(subset)": lambda s: _b(s).dropDuplicates(["id"]),
+    "drop_duplicates": lambda s: _b(s).drop_duplicates(["id"]),
+    "dropna": lambda s: _b(s).dropna(),
+    "fillna": lambda s: _b(s).fillna("x"),
+    "replace": lambda s: _b(s).replace("a", "z"),
+    "na.fill": lambda s: _b(s).na.fill({"v": "x"}),
+    "na.drop": lambda s: _b(s).na.drop(subset=["v"]),
+    "na.replace": lambda s: _b(s).na.replace("a", "z"),
+    "groupBy.agg": lambda s: _b(s).groupBy("id").agg(F.count("*").alias("n")),
+    "groupBy.count": lambda s: _b(s).groupBy("id").count(),
+    "groupBy.pivot": lambda s: _b(s).groupBy("id").pivot("v", ["a", "b"]).count(),
+    "agg": lambda s: _b(s).agg(F.count("*").alias("n")),
+    "cube": lambda s: _b(s).cube("id").count(),
+    "rollup": lambda s: _b(s).rollup("id").count(),
+    "groupingSets": lambda s: _b(s).groupingSets([["id"], []], "id").count(),
+    "orderBy": lambda s: _b(s).orderBy("id"),
+    "sort": lambda s: _b(s).sort(F.desc("id")),
+    "sortWithinPartitions": lambda s: _b(s).sortWithinPartitions("id"),
+    "limit": lambda s: _b(s).limit(100),
+    "offset": lambda s: _b(s).offset(0),
+    "repartition": lambda s: _b(s).repartition(2, "id"),
+    "repartitionByRange": lambda s: _b(s).repartitionByRange(2, "id"),
+    "coalesce": lambda s: _b(s).coalesce(1),
+    "hint": lambda s: _b(s).hint("broadcast"),
+    "sample": lambda s: _b(s).sample(1.0, seed=1),
+    "union": lambda s: _b(s).union(_o(s)),
+    "unionAll": lambda s: _b(s).unionAll(_o(s)),
+    "unionByName": lambda s: _b(s).unionByName(_o(s), allowMissingColumns=True),
+    "union(argument)": lambda s: _o(s).union(_b(s)),
+    "intersect": lambda s: _b(s).intersect(_o(s)),
+    "intersectAll": lambda s: _b(s).intersectAll(_o(s)),
+    "subtract": lambda s: _b(s).subtract(_o(s)),
+    "exceptAll": lambda s: _b(s).exceptAll(_o(s)),
+    "join(on=str)": lambda s: _b(s).join(_o(s).select("id", F.col("v").alias("ov")), "id"),
+    "join(full)": lambda s: _b(s).join(_o(s).select("id", F.col("v").alias("ov")), "id",
+                                       "full"),
+    "join(Column)": lambda s: _b(s).alias("l").join(_o(s).alias("r"),
+                                                    F.col("l.id") == F.col("r.id"))
+    .select("l.id", "l.v"),
+    "crossJoin": lambda s: _b(s).crossJoin(_o(s).select(F.col("id").alias("oid"))),
+    "lateralJoin": lambda s: _b(s).alias("l").lateralJoin(s.range(1).alias("r"))
+    .select("l.id", "l.v"),
+    "unpivot": lambda s: _b(s).unpivot("id", ["v"], "var", "val"),
+    "melt": lambda s: _b(s).melt("id", ["v"], "var", "val"),
+    "transform": lambda s: _b(s).transform(lambda d: d.select("id")),
+    "observe": lambda s: _b(s).observe("obs", F.count(F.lit(1)).alias("c")),
+    "describe": lambda s: _b(s).describe("id"),
+    "summary": lambda s: _b(s).summary("count"),
+    "crosstab": lambda s: _b(s).crosstab("id", "v"),
+    "freqItems": lambda s: _b(s).freqItems(["v"]),
+    "sampleBy": lambda s: _b(s).sampleBy("id", {1: 1.0}, seed=1),
+    "transpose": lambda s: _b(s).select("id", "v").transpose("v"),
+    "withWatermark": lambda s: _b(s).select("id", F.current_timestamp().alias("ts"))
+    .withWatermark("ts", "1 minute"),
+    "df[name]": lambda s: (lambda d: d.select(d["id"], d["v"]))(_b(s)),
+    "spark.table.withColumn": lambda s: s.table("bronze").withColumn("w", F.lit(1)),
+    "spark.sql": lambda s: s.sql("SELECT *, 1 AS w FROM bronze"),
+    "spark.sql.withColumn": lambda s: s.sql("SELECT * FROM bronze").withColumn("w", F.lit(1)),
+    "withColumn(after select)": lambda s: _b(s).select("id").withColumn("w", F.lit(1)),
+}
+
+
+def _streaming_read(spark: Any) -> DataFrame:
+    return spark.readStream.table("bronze_st")
+
+
+STREAMING: dict[str, Case] = {
+    "stream select": lambda s: _streaming_read(s).select("id", "v"),
+    "stream withColumn": lambda s: _streaming_read(s).withColumn("w", F.lit(1)),
+    "stream withColumnRenamed": lambda s: _streaming_read(s).withColumnRenamed("v", "vv"),
+    "stream dropDuplicates": lambda s: _streaming_read(s).select(
+        "id", "v", F.current_timestamp().alias("ts")).withWatermark("ts", "1 minute")
+    .dropDuplicates(["id", "ts"]),
+    "stream withWatermark": lambda s: _streaming_read(s).select(
+        "id", F.current_timestamp().alias("ts")).withWatermark("ts", "1 minute"),
+    "stream union": lambda s: _streaming_read(s).union(s.readStream.table("other_st")),
+    "stream dropDuplicates(no watermark)": lambda s: _streaming_read(s).dropDuplicates(["id"]),
+}
+
+# What plain SDP binds to the previous update's table, measured on 4.1.4, 4.2.1 and 4.3.0
+# (docs/early-binding.md). The test fails when a new Spark differs.
+DEDUPLICATE = {"distinct", "dropDuplicates", "dropDuplicates(subset)", "drop_duplicates",
+               "stream dropDuplicates(no watermark)"}
+BOUND = {
+    "withColumn", "withColumns", "withColumnRenamed", "withColumnsRenamed", "withMetadata",
+    "drop", "drop(Column)", "to", "dropna", "fillna", "replace", "na.fill", "na.drop", "na.replace",
+    "describe", "summary", "crosstab", "freqItems", "sampleBy", "withWatermark",
+    "spark.table.withColumn", "spark.sql.withColumn", "withColumn(after select)",
+    "stream withColumn", "stream withColumnRenamed", "stream dropDuplicates",
+    "stream withWatermark",
+} | (set() if spark_has((4, 3)) else DEDUPLICATE)  # deduplication waits from Spark 4.3
+# Waits for its input, but takes its columns from the previous update's data: transpose
+# turns values into columns, and Spark reads the values while it plans the flow.
+WRONG_DATA = {"transpose"}
+
+
+def _table_name(case: str) -> str:
+    return "t_" + "".join(c if c.isalnum() else "_" for c in case)
+
+
+def _bronze(api: Any, spark: Any, failing: bool) -> None:
+    """`bronze` (batch) and `bronze_st` (streaming) from the source tables."""
+
+    @api.materialized_view(name="bronze")
+    def bronze() -> DataFrame:
+        frame = spark.read.table("src")
+        if failing:
+            return frame.selectExpr("id", "CAST(raise_error('bronze stops') AS STRING) AS v")
+        return frame
+
+    @api.materialized_view(name="other")
+    def other() -> DataFrame:
+        return spark.read.table("src2")
+
+    @api.table(name="bronze_st")
+    def bronze_st() -> DataFrame:
+        frame = spark.readStream.table("src")
+        if failing:
+            return frame.selectExpr("id", "CAST(raise_error('bronze stops') AS STRING) AS v")
+        return frame
+
+    @api.table(name="other_st")
+    def other_st() -> DataFrame:
+        return spark.readStream.table("src2")
+
+
+def _define_cases(api: Any, spark: Any, cases: dict[str, Case]) -> None:
+    for case, make in cases.items():
+        decorator = api.table if case.startswith("stream ") else api.materialized_view
+        decorator(name=_table_name(case))(lambda make=make: make(spark))
+
+
+def _states(result: Any, cases: dict[str, Case]) -> dict[str, str]:
+    return {case: result.flow_state(_table_name(case)) for case in cases}
+
+
+def _wrong_tables(pipeline: Any, result: Any, cases: dict[str, Case]) -> dict[str, Any]:
+    """The batch cases whose table differs from the same method applied outside SDP."""
+    spark = pipeline.spark
+    spark.sql(f"CREATE OR REPLACE TEMP VIEW bronze AS SELECT * FROM `{pipeline.database}`.src")
+    spark.sql(f"CREATE OR REPLACE TEMP VIEW other AS SELECT * FROM `{pipeline.database}`.src2")
+    wrong: dict[str, Any] = {}
+    try:
+        for case, make in cases.items():
+            if case.startswith("stream "):
+                continue
+            expected = sorted(map(str, make(spark).collect()))
+            if result.flow_state(_table_name(case)) != "COMPLETED":
+                wrong[case] = result.flow_state(_table_name(case))
+                continue
+            got = sorted(map(str, result.table(_table_name(case)).collect()))
+            if got != expected:
+                wrong[case] = (got, expected)
+    finally:
+        spark.sql("DROP VIEW IF EXISTS bronze")
+        spark.sql("DROP VIEW IF EXISTS other")
+    return wrong
+
+
+def _matrix_table(rows: dict[str, tuple[str, str]]) -> str:
+    width = max(map(len, rows))
+    lines = [f"pyspark {pyspark.__version__}: method | plain SDP | sdp-expect"]
+    lines += [f"  {case:<{width}} | {plain_result:<27} | {ours}"
+              for case, (plain_result, ours) in rows.items()]
+    return "\n".join(lines)
+
+
+def test_sdp_expect_rejects_exactly_the_reads_plain_sdp_binds_early(make_pipeline):
+    cases = {**BATCH, **STREAMING}
+    state = {"failing": False, "cases": False}
+
+    def define_plain(spark):
+        _bronze(plain, spark, state["failing"])
+        if state["cases"]:
+            _define_cases(plain, spark, cases)
+
+    pipeline = make_pipeline(define_plain, conf=NO_RETRY)
+    pipeline.create_table("src", SRC_1, SCHEMA)
+    pipeline.create_table("src2", OTHER, SCHEMA)
+    first = pipeline.run()  # the catalog now has last update's bronze, as in real projects
+    assert first.ok, first.output
+    pipeline.spark.sql(f"INSERT INTO `{pipeline.database}`.src VALUES (7, 'g')")
+    state.update(failing=True, cases=True)
+    second = pipeline.run()
+    assert not second.ok, "bronze was made to fail"
+    assert second.flow_state("bronze") == "FAILED", second.output
+    plain_states = _states(second, cases)
+    bound = {case for case, flow_state in plain_states.items() if flow_state != "SKIPPED"}
+    # the flows that waited: is their data right once bronze is back?
+    state["failing"] = False
+    pipeline.spark.sql(f"INSERT INTO `{pipeline.database}`.src VALUES (5, 'e'), (6, 'f')")
+    third = pipeline.run()
+    waited = {case: make for case, make in cases.items() if case not in bound}
+    wrong_data = set(_wrong_tables(pipeline, third, waited))
+
+    # sdp-expect: each query defined on its own graph, over the same datasets
+    rejected: dict[str, SdpExpectError] = {}
+    for case, make in cases.items():
+        def define_ours(spark, case=case, make=make):
+            _bronze(dp, spark, failing=False)
+            _define_cases(dp, spark, {case: make})
+
+        pipeline.definitions = define_ours
+        try:
+            pipeline.register()
+        except SdpExpectError as error:
+            rejected[case] = error
+
+    def plain_result(case: str) -> str:
+        if case in bound:
+            return "runs: reads last update's"
+        return "waits, wrong data" if case in wrong_data else "waits, right data"
+
+    rows = {case: (plain_result(case),
+                   f"{rejected[case].code}" if case in rejected else "accepted")
+            for case in cases}
+    table = _matrix_table(rows)
+    print(table)
+    assert set(rejected) == bound | wrong_data, table
+    assert (bound, wrong_data) == (BOUND, WRONG_DATA), (
+        f"plain SDP on pyspark {pyspark.__version__} differs from the measured matrix:\n"
+        f"{table}")
+    for case, error in rejected.items():
+        assert error.code == "SDPX-DEF-110", (case, str(error))
+        assert "'bronze" in str(error), (case, str(error))
+        assert "test_early_binding.py:" in str(error), (case, str(error))
+
+
+def test_what_sdp_expect_accepts_waits_for_its_input_and_is_right(make_pipeline):
+    accepted = {case: make for case, make in {**BATCH, **STREAMING}.items()
+                if case not in BOUND | WRONG_DATA}
+    state = {"failing": False}
+
+    def define(spark):
+        _bronze(dp, spark, state["failing"])
+        _define_cases(dp, spark, accepted)
+
+    pipeline = make_pipeline(define, conf=NO_RETRY)
+    pipeline.create_table("src", SRC_1, SCHEMA)
+    pipeline.create_table("src2", OTHER, SCHEMA)
+    assert pipeline.run().ok
+    pipeline.spark.sql(f"INSERT INTO `{pipeline.database}`.src VALUES (7, 'g')")
+    state["failing"] = True
+    failed = pipeline.run()
+    assert not failed.ok
+    not_waiting = {case: s for case, s in _states(failed, accepted).items() if s != "SKIPPED"}
+    assert not not_waiting, f"these did not wait for bronze: {not_waiting}"
+
+    state["failing"] = False
+    pipeline.spark.sql(f"INSERT INTO `{pipeline.database}`.src VALUES (5, 'e'), (6, 'f')")
+    third = pipeline.run()
+    assert third.ok, third.output
+    wrong = _wrong_tables(pipeline, third, accepted)
+    assert not wrong, wrong
+    stream_rows = sorted(map(tuple, third.table(_table_name("stream select")).collect()),
+                         key=str)
+    assert stream_rows == sorted([*SRC_1, (7, "g"), (5, "e"), (6, "f")], key=str)
+
+
+def test_the_error_names_the_line_the_method_the_dataset_and_the_rewrite(make_pipeline):
+    def define(spark):
+        @dp.materialized_view
+        def bronze():
+            return spark.read.table("src")
+
+        @dp.materialized_view
+        def silver():
+            return (spark.read.table("bronze")
+                    .withColumnRenamed("v", "value"))  # the line the error names
+
+    pipeline = make_pipeline(define)
+    pipeline.create_table("src", SRC_1, SCHEMA)
+    result = pipeline.run()
+    assert isinstance(result.error, SdpExpectError), result.output
+    assert result.events == [], "no flow may start"
+    error = result.error
+    line = next(number for number, text in enumerate(Path(__file__).read_text().splitlines(), 1)
+                if "# the line the error names" in text)
+    assert error.code == "SDPX-DEF-110"
+    assert error.dataset == "silver"
+    assert error.location == f"test_early_binding.py:{line}"
+    message = str(error)
+    assert message.startswith(f"[SDPX-DEF-110] test_early_binding.py:{line}, dataset 'silver':")
+    assert "withColumnRenamed()" in message and "'bronze'" in message
+    assert "col('<old>').alias('<new>')" in message
+
+
+def test_a_dataset_defined_in_a_later_file_is_caught(make_pipeline, tmp_path):
+    files = tmp_path / "transformations"
+    files.mkdir()
+    (files / "a_silver.py").write_text(textwrap.dedent("""\
+        from pyspark.sql import functions as F
+        from sdp_expect import dlt
+
+        @dlt.table
+        def silver():
+            return dlt.read("LIVE.bronze").withColumn("w", F.lit(1))
+    """))
+    (files / "b_bronze.py").write_text(textwrap.dedent("""\
+        from sdp_expect import dlt
+
+        @dlt.table
+        def bronze():
+            return spark.read.table("src")
+    """))
+    pipeline = make_pipeline(files=files)
+    pipeline.create_table("src", SRC_1, SCHEMA)
+    result = pipeline.run()
+    assert isinstance(result.error, SdpExpectError), result.output
+    assert result.error.code == "SDPX-DEF-110"
+    assert result.error.dataset == "silver"
+    assert result.error.location == "a_silver.py:6"
+    assert "withColumn()" in str(result.error)
+
+
+def test_tables_outside_the_pipeline_and_append_flows(make_pipeline):
+    """withColumn over a source table is fine (nothing rebuilds it during the update);
+    over a pipeline dataset it is caught in an append_flow and under expectations too."""
+
+    def define(spark):
+        @dp.materialized_view
+        @dp.expect_or_drop("valid_v", "v IS NOT NULL")
+        def silver():
+            return spark.read.table("src").withColumn("w", F.col("id") * 10)
+
+        dp.create_streaming_table("events")
+
+        @dp.append_flow(target="events")
+        def events_in():
+            return spark.readStream.table("src").withColumnRenamed("v", "value")
+
+    pipeline = make_pipeline(define)
+    pipeline.create_table("src", SRC_1, SCHEMA)
+    result = pipeline.run()
+    assert result.ok, result.output
+    assert sorted(result.table("silver").collect()) == sorted(
+        (i, v, i * 10) for i, v in SRC_1 if v is not None)
+
+    def define_bad(spark):
+        dp.create_streaming_table("events_st")
+
+        @dp.append_flow(target="events_st")
+        def events_in():
+            return spark.readStream.table("src")
+
+        @dp.table
+        @dp.expect("any", "id > 0")
+        def copy():
+            return spark.readStream.table("events_st").drop("v")
+
+    error = _definition_error(make_pipeline, define_bad)
+    assert (error.code, error.dataset) == ("SDPX-DEF-110", "copy")
+    assert "drop()" in str(error) and "'events_st'" in str(error)
+
+    def define_bad_flow(spark):
+        @dp.materialized_view
+        def bronze():
+            return spark.read.table("src")
+
+        dp.create_streaming_table("sink_table")
+
+        @dp.append_flow(target="sink_table")
+        def into_sink():
+            return spark.readStream.table("bronze").withColumnsRenamed({"v": "value"})
+
+    error = _definition_error(make_pipeline, define_bad_flow)
+    assert (error.code, error.dataset) == ("SDPX-DEF-110", "sink_table")
+    assert "withColumnsRenamed()" in str(error)
+
+
+def _definition_error(make_pipeline, define) -> SdpExpectError:
+    pipeline = make_pipeline(define)
+    pipeline.create_table("src", SRC_1, SCHEMA)
+    result = pipeline.run()
+    assert result.events == [], "no flow may start when the definition is wrong"
+    assert isinstance(result.error, SdpExpectError), result.output
+    return result.error
+
+
+@pytest.mark.parametrize("identifier, name", [
+    ("bronze", "bronze"), ("db.bronze", "bronze"), ("`cat`.`db`.`br.onze`", "br.onze"),
+    ("`a``b`", "a`b"), ("LIVE.bronze", "bronze"),
+])
+def test_table_names_are_read_like_spark_reads_them(identifier, name):
+    from sdp_expect.early_binding import table_name
+
+    assert table_name(identifier) == name
+
+
+def test_dlt_names_are_checked_too(make_pipeline):
+    def define(spark):
+        @dlt.table
+        def bronze():
+            return spark.read.table("src")
+
+        @dlt.view
+        def cleaned():
+            return dlt.read("bronze").fillna({"v": "?"})
+
+    error = _definition_error(make_pipeline, define)
+    assert (error.code, error.dataset) == ("SDPX-DEF-110", "cleaned")
+    assert "fillna()" in str(error)
+
+
+def test_a_dataset_of_a_sql_file_of_the_spec_is_caught(make_pipeline, tmp_path):
+    """spark-pipelines registers definitions from the spec's folder: the SQL files its
+    libraries list are read for their dataset names, whatever the order of the files."""
+    files = tmp_path / "project"
+    files.mkdir()
+    (files / "spark-pipeline.yml").write_text(textwrap.dedent("""\
+        name: mixed
+        libraries:
+          - glob:
+              include: a_silver.py
+          - glob:
+              include: sql/**
+    """))
+    (files / "sql").mkdir()
+    (files / "sql" / "bronze.sql").write_text(
+        "-- bronze, in SQL\nCREATE MATERIALIZED VIEW bronze AS SELECT * FROM src;\n")
+    (files / "a_silver.py").write_text(textwrap.dedent("""\
+        from sdp_expect import pipelines as dp
+
+        @dp.materialized_view
+        def silver():
+            return spark.read.table("bronze").na.drop()
+    """))
+    pipeline = make_pipeline(files=files)
+    pipeline.create_table("src", SRC_1, SCHEMA)
+    result = pipeline.run()
+    assert isinstance(result.error, SdpExpectError), result.output
+    assert (result.error.code, result.error.dataset) == ("SDPX-DEF-110", "silver")
+    assert result.error.location == "a_silver.py:5"
+    assert "dropna()" in str(result.error)
+
+
+def test_a_dataset_of_an_included_databricks_sql_file_is_caught(make_pipeline, tmp_path):
+    files = tmp_path / "project"
+    (files / "transformations").mkdir(parents=True)
+    (files / "databricks_sql").mkdir()
+    (files / "databricks_sql" / "bronze.sql").write_text(
+        "CREATE OR REFRESH LIVE TABLE bronze AS SELECT * FROM src\n")
+    (files / "transformations" / "a_silver.py").write_text(textwrap.dedent("""\
+        from sdp_expect import dlt
+
+        @dlt.table
+        def silver():
+            return dlt.read("bronze").dropna()
+    """))
+    (files / "transformations" / "b_include.py").write_text(textwrap.dedent("""\
+        from sdp_expect import sql
+
+        sql.include("../databricks_sql/")
+    """))
+    pipeline = make_pipeline(files=files / "transformations")
+    pipeline.create_table("src", SRC_1, SCHEMA)
+    result = pipeline.run()
+    assert isinstance(result.error, SdpExpectError), result.output
+    assert (result.error.code, result.error.dataset) == ("SDPX-DEF-110", "silver")
+    assert result.error.location == "a_silver.py:5"
