@@ -9,9 +9,11 @@ add one Python file to the pipeline::
 
     sql.include("databricks_sql/")   # a folder or a glob, relative to this file
 
-Every statement is translated to open-source SDP SQL and registered with the
-pipeline; expectations, quarantine and metrics behave exactly as with the
-Python API (``docs/sql.md`` says what is translated how).
+SQL notebooks exported from Databricks (cells separated by ``-- COMMAND
+----------``, usually without ``;``) are read as they are. Every statement is
+translated to open-source SDP SQL and registered with the pipeline;
+expectations, quarantine and metrics behave exactly as with the Python API
+(``docs/sql.md`` says what is translated how).
 ``sdp-expect translate FILE.sql...`` prints the same translation.
 """
 
@@ -29,16 +31,17 @@ from sdp_expect.dbsql.render import (
     Translation,
     Translator,
 )
+from sdp_expect.dbsql.statements import DatasetStatement, Statement
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.options import PipelineOptions, read_options
-from sdp_expect.registration import GraphState, graph_state, real_registry
+from sdp_expect.registration import GraphState, graph_state, note_datasets, real_registry
 
-__all__ = ["Translation", "include", "translate", "translate_files"]
+__all__ = ["Translation", "include", "translate", "translate_files", "translation_errors"]
 
 _GLOB_CHARACTERS = "*?["
 
 
-def include(pattern: str) -> list[str]:
+def include(pattern: str) -> list[Translation]:
     """Translate Databricks SQL files and register them with the pipeline being defined.
 
     Call it from a Python file of the pipeline. Each file is translated on
@@ -49,7 +52,10 @@ def include(pattern: str) -> list[str]:
     :param pattern: A folder (every ``*.sql`` file under it), a glob (its
         ``.sql`` matches) or one file; a relative path starts at the folder of
         the Python file that calls ``include``.
-    :returns: The files registered, as shown in messages.
+    :returns: What was registered, one :class:`Translation` per file, in order:
+        ``.file`` the file as shown in messages, ``.sources`` the statements
+        read from it (``.summary`` what each is, and where), ``.text`` the SQL
+        registered.
     :raises SdpExpectError: SDPX-SQL-303 when nothing matches; SDPX-SQL-301,
         -302, -304, -305, -306 and the codes the Python API raises for the same
         mistakes, naming the SQL file and line.
@@ -61,7 +67,7 @@ def include(pattern: str) -> list[str]:
     files = _matching_files(pattern, base_dir, f"{caller.filename}:{caller.line_number}")
     registry = real_registry()
     translator = Translator(graph_state(), _pipeline_retry_attempts(registry))
-    registered = []
+    registered: list[Translation] = []
     for path in files:
         shown = _shown(path)
         translation = _translate_file(translator, path, shown)
@@ -72,7 +78,11 @@ def include(pattern: str) -> list[str]:
             if coded is None:
                 raise
             raise coded from None
-        registered.append(shown)
+        registered.append(translation)
+        # Python queries that read these datasets are checked for early binding
+        # (SDPX-DEF-110), also when they were defined in an earlier file.
+        note_datasets(*(statement.name.parts[-1] for statement in translation.sources
+                        if isinstance(statement, DatasetStatement)))
     return registered
 
 
@@ -109,6 +119,30 @@ def translate_files(paths: Sequence[str], *,
     options, retry = _settings(conf)
     translator = Translator(GraphState(options=options), retry)
     return [_translate_file(translator, os.path.abspath(path), path) for path in paths]
+
+
+def translation_errors(statements: Sequence[Statement], file: str, *,
+                       conf: Optional[Mapping[str, str]] = None) -> list[SdpExpectError]:
+    """Every coded error that translating one file's statements raises, without Spark.
+
+    The statements are translated in order, each on its own, for one pipeline
+    (a ``CREATE FLOW`` sees the tables declared before it), so that an error
+    in one does not hide those of the next ones; :func:`translate` stops at the
+    first. ``sdp-expect migrate`` reports them all.
+
+    :param statements: The file's statements (:func:`sdp_expect.dbsql.parse.check`).
+    :param file: The file as shown in messages.
+    :param conf: Pipeline settings, as for :func:`translate`.
+    """
+    options, retry = _settings(conf)
+    translator = Translator(GraphState(options=options), retry)
+    errors = []
+    for statement in statements:
+        try:
+            translator.translate([statement], file)
+        except SdpExpectError as error:
+            errors.append(error)
+    return errors
 
 
 def _settings(conf: Optional[Mapping[str, str]]) -> tuple[PipelineOptions, str]:

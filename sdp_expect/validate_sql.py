@@ -1,15 +1,18 @@
 """Check Databricks SQL pipeline files without Spark (``sdp-expect validate x.sql``).
 
-:func:`check_sql_file` reads one ``.sql`` file with
-:func:`sdp_expect.dbsql.parse.check`, the reader of ``sdp_expect.sql.include``
-and ``sdp-expect translate`` in a mode that collects every error instead of
-stopping at the first: each statement is read on its own, and in a dataset's
+:func:`check_sql_file` reads one ``.sql`` file (an exported Databricks notebook
+too: cells, ``-- MAGIC``, statements without ``;``) with
+:func:`sdp_expect.dbsql.parse.check`, the reader of ``sdp_expect.sql.include``,
+``sdp-expect translate`` and ``sdp-expect migrate``, in a mode that collects
+every error instead of stopping at the first (:func:`read_sql_file` gives what
+it read): each statement is read on its own, and in a dataset's
 column list each ``CONSTRAINT name EXPECT (expr) [ON VIOLATION ...]`` is
 checked as a rule file's constraint is (:func:`sdp_expect.model.make_expectation`:
 SDPX-VAL-010, -011, -001, -002; SDPX-VAL-071 for a name used twice in a
-dataset). Databricks-only constructs are SDPX-SQL-301, syntax errors -302,
+dataset). Databricks-only constructs are SDPX-SQL-301, syntax errors -302 (a
+statement that runs into the next one without ``;`` among them),
 ``sdp_expect.*`` properties it does not understand -304, a file it cannot
-read -305.
+read -305, a notebook cell in another language than SQL -307.
 
 A rule file named by a ``TBLPROPERTIES ('sdp_expect.rules' = 'rules/x.yml')``
 (relative to the SQL file's folder) is checked as a file of its own: its
@@ -37,9 +40,27 @@ from sdp_expect.errors import SdpExpectError
 from sdp_expect.rules import RuleFileCheck, RuleFileError
 from sdp_expect.validate import FileResult, ReferencedFile, ValidationIssue, rule_file_result
 
-__all__ = ["check_sql_file"]
+__all__ = ["check_sql_file", "read_sql_file"]
 
 _UNREADABLE = "SDPX-VAL-003"
+
+
+def read_sql_file(path: str) -> Findings:
+    """Read one Databricks SQL file as ``sdp-expect validate`` does, collecting every error.
+
+    The statements are those ``sql.include``, ``sdp-expect translate`` and
+    ``sdp-expect migrate`` read (one reader, :mod:`sdp_expect.dbsql.split`);
+    ``.summary`` lists them.
+
+    :param path: The file, relative to the current directory or absolute; errors
+        name it as given. A file that cannot be read gives its one SDPX-SQL-305.
+    """
+    try:
+        text = read_file(path, path)
+    except SdpExpectError as error:
+        return Findings(errors=[error])
+    folder = os.path.dirname(path) or os.curdir
+    return check(text, path, base_dir=folder)
 
 
 def check_sql_file(path: str) -> FileResult:
@@ -50,12 +71,7 @@ def check_sql_file(path: str) -> FileResult:
     :returns: ``rules`` is the number of ``CONSTRAINT`` clauses read, valid or
         not; each rule file named is a :class:`~sdp_expect.validate.ReferencedFile`.
     """
-    try:
-        text = read_file(path, path)
-    except SdpExpectError as error:
-        return FileResult(0, (_issue(error, path),))
-    folder = os.path.dirname(path) or os.curdir
-    findings = check(text, path, base_dir=folder)
+    findings = read_sql_file(path)
     references = tuple(
         ReferencedFile(shown, rule_file_result(use.check, shown))
         for use in findings.rule_files

@@ -10,7 +10,7 @@ import pytest
 from sql_text import statements_of
 
 from sdp_expect import cli, sql
-from sdp_expect.dbsql.parse import parse
+from sdp_expect.dbsql.parse import check, parse
 from sdp_expect.dbsql.statements import (
     DatasetStatement,
     DatasetType,
@@ -189,15 +189,31 @@ def test_flows_set_use_and_other_statements():
         SET spark.sql.shuffle.partitions = 4;
         USE SCHEMA sales;
         CREATE FLOW f COMMENT 'backfill' AS INSERT INTO LIVE.t BY NAME SELECT * FROM STREAM(s);
-        CREATE TEMPORARY FUNCTION plus_one(x INT) RETURNS INT RETURN x + 1;
         """), "f.sql")
-    assert [type(s) for s in statements] == [SetStatement, UseStatement, FlowStatement,
-                                             PassThrough]
-    set_statement, _, flow, _ = statements
+    assert [type(s) for s in statements] == [SetStatement, UseStatement, FlowStatement]
+    set_statement, _, flow = statements
     assert isinstance(set_statement, SetStatement) and isinstance(flow, FlowStatement)
     assert (set_statement.key, set_statement.value) == ("spark.sql.shuffle.partitions", "4")
     assert (flow.name.text, flow.target.text, flow.comment) == ("f", "t", "'backfill'")
     assert flow.query.text == "SELECT * FROM STREAM(s)"
+
+
+@pytest.mark.parametrize("text", [
+    "CREATE TEMPORARY FUNCTION plus_one(x INT) RETURNS INT RETURN x + 1",
+    "SELECT * FROM orders",
+    "CREATE TABLE t (x INT)",
+])
+def test_a_statement_that_is_not_a_pipeline_statement_is_an_error_at_its_line(text):
+    """Open-source SDP refuses these in a pipeline's SQL file (checked on a real graph):
+    parse raises SDPX-SQL-308 at the statement's line; check lists it and reads on."""
+    source = f"CREATE MATERIALIZED VIEW a AS SELECT 1 AS x;\n{text};\nSET k = v;\n"
+    with pytest.raises(SdpExpectError) as raised:
+        parse(source, "f.sql")
+    assert raised.value.code == "SDPX-SQL-308"
+    assert raised.value.location == "f.sql:2:1"
+    findings = check(source, "f.sql")
+    assert [e.code for e in findings.errors] == ["SDPX-SQL-308"]
+    assert [type(s) for s in findings.statements] == [DatasetStatement, SetStatement]
 
 
 def test_clauses_pass_on_and_sdp_expect_properties_are_consumed():

@@ -152,7 +152,8 @@ def test_directory_checks_every_rule_and_sql_file_sorted(tmp_path: Path) -> None
     (tmp_path / "a.json").write_text("[]", encoding="utf-8")
     (tmp_path / "c.yml").write_text("id > 0:\n", encoding="utf-8")
     (tmp_path / "notes.txt").write_text("not a rule file", encoding="utf-8")
-    (tmp_path / "query.sql").write_text("SELECT 1", encoding="utf-8")
+    (tmp_path / "query.sql").write_text("CREATE MATERIALIZED VIEW one AS SELECT 1",
+                                        encoding="utf-8")
     (tmp_path / ".hidden" / "x.yml").write_text("- 1\n", encoding="utf-8")
     report = validate_paths([tmp_path])
     assert report.files_checked == 4  # a.json, b/z.yaml, c.yml, query.sql

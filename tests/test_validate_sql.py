@@ -72,7 +72,9 @@ def test_valid_file_exits_0_and_counts_constraints_and_referenced_rules(
     assert out == "checked 2 files, 12 rules: no errors\n"
 
 
-def test_a_statement_that_is_not_a_pipeline_statement_is_not_an_error(tmp_path: Path) -> None:
+def test_a_statement_that_is_not_a_pipeline_statement_is_an_error(tmp_path: Path) -> None:
+    """Open-source SDP refuses these in a pipeline's SQL file when the pipeline is
+    defined; validate says so first, at each one's line, and reads on."""
     report = check(tmp_path, """
         CREATE FUNCTION f(x INT) RETURNS INT RETURN x + 1;
         CREATE TABLE plain (id INT) USING parquet;
@@ -82,7 +84,8 @@ def test_a_statement_that_is_not_a_pipeline_statement_is_not_an_error(tmp_path: 
         SET spark.sql.shuffle.partitions = 4;
         USE CATALOG main;
     """)
-    assert report.ok and report.files_checked == 1 and report.rules_checked == 0
+    assert [error.code for error in report.errors] == ["SDPX-SQL-308"] * 5
+    assert report.files_checked == 1 and report.rules_checked == 0
 
 
 # --------------------------------------------------------------------------- one test per code

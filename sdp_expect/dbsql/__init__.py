@@ -1,9 +1,13 @@
 """Databricks SQL pipeline files, translated to open-source SDP SQL.
 
-Three steps, each in its own module:
+Four steps, each in its own module:
 
 * :mod:`sdp_expect.sqltokens` scans the text into tokens (quotes, comments,
   nesting);
+* :mod:`sdp_expect.dbsql.split` splits the tokens into statements (``;``, the
+  cells of an exported notebook, ``SET`` lines, ``-- MAGIC`` cells): the one
+  statement list that ``sql.include``, ``sdp-expect translate``, ``validate``
+  and ``migrate`` read;
 * :mod:`sdp_expect.dbsql.parse` reads the tokens into the statement model of
   :mod:`sdp_expect.dbsql.statements` (expectations become the one
   :class:`~sdp_expect.model.DatasetRules` model);

@@ -1,17 +1,20 @@
 """Read a Databricks SQL pipeline file into the statement model.
 
-The text is scanned once by :func:`sdp_expect.sqltokens.tokenize` (so quotes,
-backticks and comments are never mistaken for SQL) and split at ``;``. Each
-statement is then read by a small recursive-descent parser that knows the
-pipeline statements of Databricks SQL:
+:func:`sdp_expect.dbsql.split.split` scans the text once with
+:func:`sdp_expect.sqltokens.tokenize` (so quotes, backticks and comments are
+never mistaken for SQL) and splits it into statements: at ``;``, at the cell
+separators of an exported notebook, at the end of a ``SET`` line, with an
+error wherever a statement would run into the next one. Each statement is
+then read by a small recursive-descent parser that knows the pipeline
+statements of Databricks SQL, current and legacy spellings:
 
-- ``CREATE [OR REFRESH] [PRIVATE] {STREAMING TABLE | MATERIALIZED VIEW |
-  [STREAMING | INCREMENTAL] LIVE TABLE} [IF NOT EXISTS] name [( column
+- ``CREATE [OR REFRESH] [PRIVATE | TEMPORARY] {STREAMING TABLE | MATERIALIZED
+  VIEW | [STREAMING | INCREMENTAL] LIVE TABLE} [IF NOT EXISTS] name [( column
   definitions and CONSTRAINT name EXPECT (expr) [ON VIOLATION {DROP ROW |
   FAIL UPDATE}] )] [COMMENT | TBLPROPERTIES | PARTITIONED BY | CLUSTER BY |
   USING ...] [AS query]``;
-- ``CREATE [OR REPLACE] [TEMPORARY] [LIVE] VIEW name [(columns)] [COMMENT ...]
-  [TBLPROPERTIES ...] AS query``;
+- ``CREATE [OR REPLACE] [TEMPORARY] [[STREAMING | INCREMENTAL] LIVE] VIEW name
+  [(columns)] [COMMENT ...] [TBLPROPERTIES ...] AS query``;
 - ``CREATE FLOW name [COMMENT '...'] AS INSERT INTO target BY NAME query``;
 - ``SET`` and ``USE``, kept as written.
 
@@ -33,9 +36,10 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass, field
-from typing import Iterator, Optional, Sequence
+from typing import Optional, Sequence
 
 from sdp_expect import rules as rule_files
+from sdp_expect.dbsql.split import SplitFile, split
 from sdp_expect.dbsql.statements import (
     DatasetStatement,
     DatasetType,
@@ -46,12 +50,14 @@ from sdp_expect.dbsql.statements import (
     SetStatement,
     SqlText,
     Statement,
+    StatementSummary,
     UseStatement,
+    summarize,
 )
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.model import Action, DatasetRules, QuarantineSpec, make_expectation
 from sdp_expect.spark_version import AUTO_CDC_IN_SQL, spark_has
-from sdp_expect.sqltokens import SqlTokenError, Token, TokenKind, is_keyword, tokenize
+from sdp_expect.sqltokens import SqlTokenError, Token, TokenKind, is_keyword
 
 __all__ = [
     "DATABRICKS_ONLY_FUNCTIONS",
@@ -95,6 +101,7 @@ _AUTO_CDC_FIX = (
 _SQL_302 = "SDPX-SQL-302"
 _SQL_301 = "SDPX-SQL-301"
 _SQL_304 = "SDPX-SQL-304"
+_SQL_308 = "SDPX-SQL-308"
 
 
 def sql_auto_cdc_available() -> bool:
@@ -301,10 +308,15 @@ def parse(text: str, file: str, *, base_dir: Optional[str] = None,
         syntax error), -304 (an ``sdp_expect.*`` property it does not
         understand), and the expectation model's codes (SDPX-VAL-*).
     """
-    tokens = _tokens(text, file)
+    pieces = _split(text, file)
     allow_cdc = sql_auto_cdc_available() if auto_cdc is None else auto_cdc
-    return [_Statement(_Cursor(current, text, file), base_dir, allow_cdc).read()
-            for current in _split(tokens)]
+    statements: list[Statement] = []
+    for item in pieces.items:
+        if isinstance(item, SdpExpectError):
+            raise item
+        statements.append(_Statement(_Cursor(item.tokens, pieces.source, file), base_dir,
+                                     allow_cdc).read())
+    return statements
 
 
 @dataclass(frozen=True)
@@ -342,6 +354,11 @@ class Findings:
     constraints: int = 0
     rule_files: list[RuleFileUse] = field(default_factory=list)
 
+    @property
+    def summary(self) -> list[StatementSummary]:
+        """What each statement read is, and where it starts."""
+        return [summarize(statement) for statement in self.statements]
+
 
 def check(text: str, file: str, *, base_dir: Optional[str] = None,
           auto_cdc: Optional[bool] = None) -> Findings:
@@ -362,15 +379,19 @@ def check(text: str, file: str, *, base_dir: Optional[str] = None,
     """
     findings = Findings()
     try:
-        tokens = _tokens(text, file)
+        pieces = _split(text, file)
     except SdpExpectError as error:
         findings.errors.append(error)
         return findings
     allow_cdc = sql_auto_cdc_available() if auto_cdc is None else auto_cdc
-    for current in _split(tokens):
+    for item in pieces.items:
+        if isinstance(item, SdpExpectError):
+            findings.errors.append(item)
+            continue
+        current = item.tokens
         before = len(findings.errors)
         try:
-            statement = _Statement(_Cursor(current, text, file), base_dir, allow_cdc,
+            statement = _Statement(_Cursor(current, pieces.source, file), base_dir, allow_cdc,
                                    findings).read()
         except SdpExpectError as error:
             start = Position(file, current[0].line, current[0].col)
@@ -381,34 +402,18 @@ def check(text: str, file: str, *, base_dir: Optional[str] = None,
     return findings
 
 
-def _tokens(text: str, file: str) -> list[Token]:
-    """The tokens of a whole file (SDPX-SQL-302 for an unclosed quote or comment).
+def _split(text: str, file: str) -> SplitFile:
+    """The file's statements (:func:`sdp_expect.dbsql.split.split`); SDPX-SQL-302 for an
+    unclosed quote or comment.
 
     :param text: The file's content.
     :param file: The file as shown in messages.
     """
     try:
-        return tokenize(text)
+        return split(text, file)
     except SqlTokenError as error:
         raise SdpExpectError(_SQL_302, error.message,
                              location=Position(file, error.line, error.col).precise) from None
-
-
-def _split(tokens: Sequence[Token]) -> Iterator[list[Token]]:
-    """The tokens of each statement, split at ``;`` (empty statements left out).
-
-    :param tokens: The file's tokens.
-    """
-    current: list[Token] = []
-    for token in tokens:
-        if token.kind is TokenKind.SEMICOLON:
-            if current:
-                yield current
-            current = []
-        else:
-            current.append(token)
-    if current:
-        yield current
 
 
 @dataclass
@@ -458,7 +463,21 @@ class _Statement:
             raise cursor.unsupported(cursor.tokens[0], "APPLY CHANGES INTO", _AUTO_CDC_FIX)
         if cursor.at("CREATE"):
             return self._create()
-        return PassThrough(self._all_text(), self.position)
+        return self._not_a_pipeline_statement(PassThrough(self._all_text(), self.position))
+
+    def _not_a_pipeline_statement(self, statement: PassThrough) -> PassThrough:
+        """A statement open-source SDP does not run in a pipeline's SQL file (a query, a
+        function, a plain table): an error at its line, raised (:func:`parse`) or listed
+        (:func:`check`), never skipped. The statement stays in the list, so every tool
+        sees the same statements.
+        """
+        words = " ".join(token.text.upper() for token in self.cursor.tokens[:3]
+                         if token.kind is TokenKind.IDENT)
+        self._keep(SdpExpectError(
+            _SQL_308, f"'{words} ...' is not a statement of a pipeline: open-source SDP runs "
+            "only CREATE MATERIALIZED VIEW / STREAMING TABLE / [TEMPORARY] VIEW / FLOW, SET and "
+            "USE in a pipeline's SQL files", location=statement.position.precise))
+        return statement
 
     def _all_text(self) -> str:
         return self.cursor.text(self.cursor.tokens[0], self.cursor.tokens[-1])
@@ -512,8 +531,8 @@ class _Statement:
         elif cursor.at("TABLE", "VIEW", "FLOW"):
             words.append(cursor.take("a keyword").text.upper())
         else:
-            # CREATE FUNCTION, CREATE TABLE, ...: not a pipeline statement sdp-expect knows.
-            return self._pass_through_without_refresh()
+            # CREATE FUNCTION, CREATE TABLE, ...: not a pipeline statement.
+            return self._not_a_pipeline_statement(self._pass_through_without_refresh())
         header = _Header(words, cursor.tokens[cursor.i - 1])
         kind = words[-1]
         if kind == "FLOW":
@@ -522,10 +541,11 @@ class _Statement:
             return self._flow()
         dataset_type = _dataset_type(words)
         if dataset_type is None:
-            if kind == "TABLE":  # CREATE TABLE: not a pipeline dataset; Spark will say so
-                return self._pass_through_without_refresh()
-            raise cursor.error(first, f"CREATE {' '.join(words)} is not a pipeline dataset; "
-                               "expected STREAMING TABLE, MATERIALIZED VIEW, LIVE TABLE or VIEW")
+            if kind == "TABLE":  # CREATE TABLE: not a pipeline dataset
+                return self._not_a_pipeline_statement(self._pass_through_without_refresh())
+            raise cursor.error(first, f"CREATE {' '.join(words)} is not a pipeline dataset "
+                               "sdp-expect knows; expected STREAMING TABLE, MATERIALIZED VIEW, "
+                               "[STREAMING] LIVE TABLE, [TEMPORARY] VIEW or [STREAMING] LIVE VIEW")
         return self._dataset(dataset_type, header)
 
     def _at_kind(self, kind: TokenKind) -> bool:
@@ -839,6 +859,12 @@ class _Statement:
 def _dataset_type(words: list[str]) -> Optional[DatasetType]:
     """The dataset type of ``CREATE <words>``, or None when it is not a pipeline dataset.
 
+    The legacy spellings map as ``docs/sql.md`` lists them: ``LIVE TABLE`` is a
+    materialized view, ``STREAMING LIVE TABLE`` and ``INCREMENTAL LIVE TABLE``
+    are streaming tables, ``[TEMPORARY] [STREAMING | INCREMENTAL] LIVE VIEW`` is
+    a temporary view (streaming when its query reads ``STREAM(...)``);
+    ``TEMPORARY`` on a table is the old ``PRIVATE``.
+
     :param words: The keywords after ``CREATE [OR ...]``, the kind last.
     """
     kind = words[-1]
@@ -850,8 +876,12 @@ def _dataset_type(words: list[str]) -> Optional[DatasetType]:
         if incremental:
             return DatasetType.STREAMING_TABLE
         return DatasetType.MATERIALIZED_VIEW if "LIVE" in modifiers else None
-    if kind == "VIEW" and not incremental and "PRIVATE" not in modifiers:
-        if modifiers & {"TEMPORARY", "LIVE"}:
+    if kind == "VIEW" and "PRIVATE" not in modifiers:
+        if "LIVE" in modifiers:
+            return DatasetType.TEMPORARY_VIEW
+        if incremental:
+            return None
+        if "TEMPORARY" in modifiers:
             return DatasetType.TEMPORARY_VIEW
         return DatasetType.VIEW
     return None

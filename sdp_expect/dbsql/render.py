@@ -50,7 +50,9 @@ from sdp_expect.dbsql.statements import (
     SetStatement,
     SqlText,
     Statement,
+    StatementSummary,
     UseStatement,
+    summarize,
 )
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.options import (
@@ -135,11 +137,19 @@ class Translation:
     :param file: The Databricks SQL file, as shown to the user.
     :param text: The translated SQL.
     :param statements: Each rendered statement with its origin, in order.
+    :param sources: The statements read from the Databricks SQL file
+        (:func:`sdp_expect.dbsql.parse.parse`), in file order: what was translated.
     """
 
     file: str
     text: str
     statements: list[RenderedStatement] = field(default_factory=list)
+    sources: list[Statement] = field(default_factory=list)
+
+    @property
+    def summary(self) -> list[StatementSummary]:
+        """What each statement read is, and where it starts."""
+        return [summarize(statement) for statement in self.sources]
 
     def explain(self, error: BaseException) -> Optional[SdpExpectError]:
         """A coded error, at the Databricks SQL file's line, for Spark's error about the text.
@@ -253,8 +263,8 @@ class _Writer:
         self._write(";\n")
         self.after_offset = end + 1
 
-    def result(self) -> Translation:
-        return Translation(self.file, self.text, self.statements)
+    def result(self, sources: list[Statement]) -> Translation:
+        return Translation(self.file, self.text, self.statements, list(sources))
 
 
 # --------------------------------------------------------------------------------- translator
@@ -317,7 +327,7 @@ class Translator:
                 out.statement(statement.text, statement.position)
             else:
                 self._pass_through(statement, out)
-        return out.result()
+        return out.result(statements)
 
     # -- SET, USE and the rest ------------------------------------------------------------
     def _set(self, statement: SetStatement, scope: _FileScope, out: _Writer) -> None:
@@ -377,7 +387,8 @@ class Translator:
                     + (f" with {len(rules.expectations)} expectation(s)"
                        if rules.expectations else ""))
         if statement.private:
-            out.comment("PRIVATE removed: open-source SDP has no private datasets, so "
+            word = "PRIVATE" if "PRIVATE" in statement.written_as.upper().split() else "TEMPORARY"
+            out.comment(f"{word} removed: open-source SDP has no private datasets, so "
                         f"{name.text} is published in the catalog like the others.")
         if statement.query is None:
             self._declared_table(statement, scope, out)

@@ -25,8 +25,10 @@ __all__ = [
     "SetStatement",
     "SqlText",
     "Statement",
+    "StatementSummary",
     "UseStatement",
     "quote_identifier",
+    "summarize",
 ]
 
 _PLAIN_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -235,3 +237,43 @@ class PassThrough:
 
 Statement = Union[DatasetStatement, FlowStatement, SetStatement, UseStatement, PassThrough]
 """One statement of a Databricks SQL file."""
+
+
+@dataclass(frozen=True)
+class StatementSummary:
+    """What one statement of a file is, for listings and comparisons.
+
+    :param kind: ``materialized view``, ``streaming table``, ``temporary view``,
+        ``view``, ``flow``, ``auto cdc flow``, ``set``, ``use`` or ``other``
+        (a statement passed on for Spark to judge).
+    :param name: The dataset or flow (as the Python API spells it), the key of
+        a ``SET``; None otherwise.
+    :param position: Where the statement starts.
+    """
+
+    kind: str
+    name: Optional[str]
+    position: Position
+
+    def __str__(self) -> str:
+        named = f" {self.name}" if self.name is not None else ""
+        return f"{self.position}: {self.kind}{named}"
+
+
+def summarize(statement: Statement) -> StatementSummary:
+    """The :class:`StatementSummary` of one statement.
+
+    :param statement: A statement read by :func:`sdp_expect.dbsql.parse.parse`.
+    """
+    if isinstance(statement, DatasetStatement):
+        return StatementSummary(statement.type.value.lower(), statement.name.dataset,
+                                statement.position)
+    if isinstance(statement, FlowStatement):
+        return StatementSummary("flow", statement.name.dataset, statement.position)
+    if isinstance(statement, SetStatement):
+        return StatementSummary("set", statement.key, statement.position)
+    if isinstance(statement, UseStatement):
+        return StatementSummary("use", None, statement.position)
+    if statement.flow_target is not None:
+        return StatementSummary("auto cdc flow", statement.flow_target, statement.position)
+    return StatementSummary("other", None, statement.position)
