@@ -27,6 +27,7 @@ from typing import Optional
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from sdp_expect import violation
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.model import Action, DatasetKind, DatasetRules, Expectation
 from sdp_expect.names import (
@@ -71,6 +72,10 @@ class CompanionPlan:
     quarantine: Optional[str] = None
     record_log: Optional[str] = None
     metrics: Optional[str] = None
+
+    def names(self) -> tuple[str, ...]:
+        """The names of the companion datasets there are."""
+        return tuple(name for name in (self.quarantine, self.record_log, self.metrics) if name)
 
 
 def plan_companions(
@@ -181,22 +186,12 @@ class RuleLogic:
         return _all([self.passes(e) for e in self.rules.of(Action.DROP)])
 
     def violation_error(self) -> str:
-        """``raise_error`` with the ``[EXPECTATION_VIOLATION]`` line for this record."""
-        names = ", ".join(
-            f"CASE WHEN {self.violates(e)} THEN {sql_string(e.name)} END"
-            for e in self.rules.of(Action.FAIL)
-        )
-        prefix = (
-            f"[EXPECTATION_VIOLATION] Flow '{self.rules.dataset}' failed to meet the "
-            "expectation. Violated expectations: '"
-        )
-        record = "to_json(struct(*), map('ignoreNullFields', 'false'))"
-        middle = sql_string("'. Output record: '")
-        end = sql_string("'.")
-        return (
-            f"raise_error(concat({sql_string(prefix)}, concat_ws(', ', {names}), "
-            f"{middle}, {record}, {end}))"
-        )
+        """``raise_error`` with the ``[EXPECTATION_VIOLATION]`` message for this record.
+
+        The message's format and its parser live together in :mod:`sdp_expect.violation`.
+        """
+        checks = [(self.violates(e), e.name) for e in self.rules.of(Action.FAIL)]
+        return f"raise_error({violation.message_sql(self.rules.dataset, checks)})"
 
     def guarded(self, value: str) -> str:
         """``value``, or the violation error for a record that violates a fail rule.

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, TextIO
 
 from sdp_expect import names
+from sdp_expect.violation import Violation, names_text
 
 __all__ = [
     "DatasetSummary",
@@ -53,6 +54,7 @@ __all__ = [
     "to_json",
     "to_text",
     "use_color",
+    "violation_dict",
     "violation_lines",
     "write_text",
 ]
@@ -139,27 +141,6 @@ class QuarantineInfo:
     records: int
     columns: list[str]
     sample: list[dict[str, Any]]
-
-
-@dataclass
-class Violation:
-    """A record that violated fail expectations, as the run printed it.
-
-    :param dataset: The dataset (flow) that failed.
-    :param expectations: The fail expectations the record violated, in declaration order.
-    :param record: The record as JSON text, as printed.
-    """
-
-    dataset: str
-    expectations: list[str]
-    record: str
-
-    def record_value(self) -> Any:
-        """The record parsed from its JSON text, else the text itself."""
-        try:
-            return json.loads(self.record)
-        except ValueError:
-            return self.record
 
 
 @dataclass
@@ -441,22 +422,20 @@ def build_report(reading: TableReading, *, flows: Optional[Mapping[str, str]] = 
     :param reading: The tables, from :func:`read_tables`.
     :param flows: For ``run``: each flow's last state, by (qualified) flow name.
         ``None`` for ``report``: every dataset is shown as of its last successful update.
-    :param violations: Expectation violations the run printed.
+    :param violations: For ``run``: the expectation violations the run reported.
     :param run_status: The run's final state.
     :param history: Kept summaries (:func:`load_history`), used for a dataset whose
-        metrics table is empty.
+        metrics table is empty; for ``report``, its last run's violations are shown.
     """
     states = {_short(flow): state for flow, state in (flows or {}).items()}
+    if flows is None:
+        # `report`: the violations of the last run, as `sdp-expect run` kept them.
+        violations = _kept_violations(history or {})
     report = QualityReport(catalog=reading.catalog, database=reading.database,
                            run_status=run_status, violations=list(violations),
                            notes=list(reading.notes))
     quarantines = {str(q["dataset"]): q for q in reading.quarantines}
     kept = dict((history or {}).get("datasets", {}))
-    last_violations = [
-        Violation(dataset=str(v.get("dataset")), expectations=[str(n) for n in v.get(
-            "expectations", [])], record=str(v.get("record")))
-        for v in (history or {}).get("last_run", {}).get("violations", [])
-        if isinstance(v, dict)]
     for entry in reading.metrics:
         summary = _dataset_from_table(entry)
         q = quarantines.get(summary.dataset)
@@ -464,24 +443,39 @@ def build_report(reading: TableReading, *, flows: Optional[Mapping[str, str]] = 
             summary.quarantine = QuarantineInfo(
                 table=str(q["table"]), records=_int(q["records"]),
                 columns=[str(c) for c in q.get("columns", [])], sample=list(q.get("sample", [])))
-        summary.violations = [v for v in violations if _short(v.dataset) == summary.dataset]
         if flows is None:
             summary.status = LAST_SUCCESS
             if not summary.has_numbers:
                 # Empty after a failed update: show the last successful numbers that
-                # `sdp-expect run` kept, and the violation that failed the update.
+                # `sdp-expect run` kept.
                 earlier = kept.get(summary.dataset)
                 if earlier:
                     summary = _from_history(earlier, summary)
                 else:
                     summary.status = NO_SUCCESS
-                summary.violations = [v for v in last_violations
-                                      if _short(v.dataset) == summary.dataset]
-        else:
+        summary.violations = [v for v in report.violations
+                              if _short(v.dataset) == summary.dataset]
+        if flows is not None:
             summary.status = _run_state(summary, states)
         report.datasets.append(summary)
     report.datasets.sort(key=lambda d: d.dataset)
     return report
+
+
+def _kept_violations(history: Mapping[str, Any]) -> list[Violation]:
+    """The violations of the last run, from the history ``sdp-expect run`` wrote."""
+    last_run = history.get("last_run")
+    entries = last_run.get("violations", []) if isinstance(last_run, dict) else []
+    found: list[Violation] = []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        violation = Violation(dataset=str(entry.get("dataset")),
+                              expectations=tuple(str(n) for n in entry.get("expectations", [])),
+                              record=str(entry.get("record")))
+        if violation not in found:
+            found.append(violation)
+    return found
 
 
 def _run_state(summary: DatasetSummary, states: Mapping[str, str]) -> str:
@@ -542,7 +536,8 @@ def save_history(folder: Path, report: QualityReport) -> None:
             kept[summary.dataset] = {"recorded_at": now, "summary": _summary_dict(summary)}
     data["datasets"] = kept
     data["last_run"] = {"finished_at": now, "status": report.run_status,
-                        "violations": [asdict(v) for v in report.violations]}
+                        "violations": [violation_dict(v, parsed=False)
+                                       for v in report.violations]}
     path = folder / HISTORY_FILE
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -619,8 +614,8 @@ def _status_line(summary: DatasetSummary, color: bool) -> str:
 
 
 def violation_lines(violation: Violation, color: bool, indent: str = "") -> list[str]:
-    """A violated fail rule and its record, highlighted."""
-    names = ", ".join(f"'{name}'" for name in violation.expectations)
+    """A violated fail rule and its record, highlighted (names quoted as in the message)."""
+    names = names_text(violation.expectations)
     noun = "expectation" if len(violation.expectations) == 1 else "expectations"
     return [
         indent + paint(f"FAILED: {noun} {names} violated by the record", "bold red", color),
@@ -656,14 +651,14 @@ def to_text(report: QualityReport, *, color: bool = False, title: str = "Data qu
     lines = [paint(f"== {title}" + (f" ({where})" if where else "")
                    + f": {count} dataset{'s' if count != 1 else ''} with expectations",
                    "bold", color)]
-    shown = set()
+    shown: set[Violation] = set()
     for summary in report.datasets:
         lines.append("")
         lines.append(f"{paint(summary.dataset, 'bold', color)}  {_kind(summary)}, "
                      + _status_line(summary, color))
         for violation in summary.violations:
             lines.extend(violation_lines(violation, color, "  "))
-            shown.add(id(violation))
+            shown.add(violation)
         if summary.has_numbers:
             dropped = f"{summary.dropped_records} dropped"
             if summary.dropped_records:
@@ -679,7 +674,7 @@ def to_text(report: QualityReport, *, color: bool = False, title: str = "Data qu
         else:
             lines.append("  no metrics recorded")
     for violation in report.violations:
-        if id(violation) not in shown:
+        if violation not in shown:
             lines.append("")
             lines.append(f"{paint(violation.dataset, 'bold', color)}  "
                          + paint("FAILED in this run", "bold red", color))
@@ -692,13 +687,19 @@ def to_text(report: QualityReport, *, color: bool = False, title: str = "Data qu
     return "\n".join(lines) + "\n"
 
 
+def violation_dict(violation: Violation, *, parsed: bool = True) -> dict[str, Any]:
+    """A violation as JSON-ready data; the record parsed (``parsed``) or as its JSON text."""
+    return {"dataset": violation.dataset, "expectations": list(violation.expectations),
+            "record": violation.record_value() if parsed else violation.record}
+
+
 def _summary_dict(summary: DatasetSummary) -> dict[str, Any]:
     rules = [dict(asdict(rule), total_records=rule.total_records,
                   failure_percentage=None if rule.failure_percentage is None
                   else round(rule.failure_percentage, 2)) for rule in summary.rules]
     data = asdict(summary)
     data["rules"] = rules
-    data["violations"] = [dict(asdict(v), record=v.record_value()) for v in summary.violations]
+    data["violations"] = [violation_dict(v) for v in summary.violations]
     return data
 
 
@@ -709,7 +710,7 @@ def report_dict(report: QualityReport) -> dict[str, Any]:
         "database": report.database,
         "run_status": report.run_status,
         "datasets": [_summary_dict(d) for d in report.datasets],
-        "violations": [dict(asdict(v), record=v.record_value()) for v in report.violations],
+        "violations": [violation_dict(v) for v in report.violations],
         "notes": list(report.notes),
     }
 

@@ -24,6 +24,7 @@ from sdp_expect.dq_summary import (
     DatasetSummary,
     QualityReport,
     RuleResult,
+    Violation,
 )
 
 __all__ = ["render_html"]
@@ -179,6 +180,30 @@ def _sample(summary: DatasetSummary) -> str:
             f"<tbody>{body}</tbody></table></div>")
 
 
+def _violation(violation: Violation) -> str:
+    """A record that failed an update: each violated rule, and the record."""
+    noun = "expectation" if len(violation.expectations) == 1 else "expectations"
+    names = ", ".join(f'<code class="expectation">{_e(name)}</code>'
+                      for name in violation.expectations)
+    return (f'<div class="violation" data-dataset="{_e(violation.dataset)}">'
+            f"<strong>Update failed:</strong> {noun} {names} violated by the record"
+            f'<pre class="record">{_e(violation.record)}</pre></div>')
+
+
+def _unattached(report: QualityReport) -> str:
+    """The violations of datasets that have no metrics table (``@dp.metrics(False)``)."""
+    shown = {v for d in report.datasets for v in d.violations}
+    others = [v for v in report.violations if v not in shown]
+    parts = []
+    for dataset in dict.fromkeys(v.dataset for v in others):
+        parts.append(f'<section class="dataset failed" id="{_anchor(dataset)}" '
+                     f'data-dataset="{_e(dataset)}"><h2>{_e(dataset)} '
+                     f'<span class="badge failed">failed</span></h2>')
+        parts.extend(_violation(v) for v in others if v.dataset == dataset)
+        parts.append("</section>")
+    return "\n".join(parts)
+
+
 def _dataset(summary: DatasetSummary) -> str:
     text, style = _STATUS_BADGE.get(summary.status, (summary.status, "muted"))
     if summary.recorded_at:
@@ -190,11 +215,7 @@ def _dataset(summary: DatasetSummary) -> str:
              f'id="{_anchor(summary.dataset)}" data-dataset="{_e(summary.dataset)}">',
              f'<h2>{_e(summary.dataset)} <span class="kind">{kind}</span>'
              f'<span class="badge {style}">{_e(text)}</span></h2>']
-    for violation in summary.violations:
-        names = ", ".join(violation.expectations)
-        parts.append(f'<div class="violation"><strong>Update failed:</strong> expectation '
-                     f'<code>{_e(names)}</code> violated by the record'
-                     f"<pre>{_e(violation.record)}</pre></div>")
+    parts.extend(_violation(violation) for violation in summary.violations)
     if summary.has_numbers:
         quarantine = ""
         if summary.quarantine is not None:
@@ -237,11 +258,14 @@ def render_html(report: QualityReport, *, pipeline: str = "", generated_at: str 
               (failing, "rules with failed records"), (dropped, "records dropped")]
     if failed:
         totals.append((len(failed), "failed updates"))
+    if report.violations:
+        count = len(report.violations)
+        totals.append((count, "expectation violation" + ("s" if count != 1 else "")))
     nav = "".join(
         f'<a href="#{_anchor(d.dataset)}" class="{"failed" if d in failed else ""}">'
         f"{_e(d.dataset)}</a>" for d in report.datasets)
     meta = " · ".join(p for p in (f"catalog {where}" if where else "", generated_at) if p)
-    body = "\n".join(_dataset(d) for d in report.datasets) or (
+    body = "\n".join([*(_dataset(d) for d in report.datasets), _unattached(report)]).strip() or (
         '<p class="note">No &lt;dataset&gt;_dq_metrics tables found: run the pipeline first '
         "(<code>sdp-expect run</code>).</p>")
     notes = "".join(f'<p class="note">{_e(n)}</p>' for n in report.notes)

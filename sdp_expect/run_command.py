@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, TextIO
 
+from sdp_expect import violation as violations
 from sdp_expect.dq_summary import (
     DEFAULT_SAMPLE,
     QualityReport,
@@ -57,6 +58,7 @@ from sdp_expect.dq_summary import (
     save_history,
     to_text,
     use_color,
+    violation_dict,
     violation_lines,
     write_text,
 )
@@ -332,11 +334,13 @@ def build_command(action: str, project: Project, passthrough: Sequence[str], *,
 # --------------------------------------------------------------------------- the events
 
 
-_FLOW_EVENT = re.compile(r"\bFlow (?P<flow>\S+?) (?:is|has) (?P<state>[A-Z_]+)\b")
-_RUN_EVENT = re.compile(r"\bRun is (?P<state>[A-Z_]+)\b")
-_VIOLATION = re.compile(
-    r"\[EXPECTATION_VIOLATION\] Flow '(?P<flow>[^']*)' failed to meet the expectation\. "
-    r"Violated expectations: '(?P<names>.*?)'\. Output record: '(?P<record>.*)'\.")
+_EVENT = r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d: "
+"""How ``spark-pipelines`` prints a pipeline event: its timestamp, then its message."""
+_FLOW_EVENT = re.compile(_EVENT + r"Flow (?:'(?P<quoted>[^']+)'|(?P<flow>\S+)) "
+                         r"(?:(?:is|has) )?(?P<state>[A-Z_]+)\b")
+"""A flow's progress event: ``Flow a.b.c is RUNNING.``, ``Flow 'a.b.c' has FAILED.``,
+``Flow 'a.b.c' SKIPPED due to upstream failure(s).`` (the wording varies by Spark line)."""
+_RUN_EVENT = re.compile(_EVENT + r"Run is (?P<state>[A-Z_]+)\b")
 
 
 @dataclass
@@ -350,22 +354,25 @@ class EventLog:
     port_taken: bool = False
     """Whether the local Spark Connect server could not bind its port."""
     violations: list[Violation] = field(default_factory=list)
-    """Every expectation violation printed, once each."""
+    """Every expectation violation reported, once each (Spark repeats the message in
+    several events and in the final exception)."""
 
     def feed(self, line: str) -> None:
         """Note what one output line says."""
-        for match in _FLOW_EVENT.finditer(line):
-            self.flows[match.group("flow")] = match.group("state")
+        flow = _FLOW_EVENT.match(line)
+        if flow is not None:
+            name, state = flow.group("quoted") or flow.group("flow"), flow.group("state")
+            # A failed streaming flow may also be reported COMPLETED, before or after its
+            # failure (its query stopped). A flow that failed completes only after it
+            # was started again (a retry: QUEUED, STARTING, RUNNING...).
+            if not (state == "COMPLETED" and self.flows.get(name) == "FAILED"):
+                self.flows[name] = state
         if "Failed to bind" in line and f":{LOCAL_CONNECT_PORT}" in line:
             self.port_taken = True
-        run = _RUN_EVENT.search(line)
+        run = _RUN_EVENT.match(line)
         if run is not None:
             self.run_state = run.group("state")
-        found = _VIOLATION.search(line)
-        if found is not None:
-            names = [name.strip() for name in found.group("names").split(", ")]
-            violation = Violation(dataset=found.group("flow"), expectations=names,
-                                  record=found.group("record"))
+        for violation in violations.find_all(line):
             if violation not in self.violations:
                 self.violations.append(violation)
 
@@ -375,7 +382,7 @@ def highlight(line: str, color: bool) -> str:
     if not color:
         return line
     body, newline = (line[:-1], "\n") if line.endswith("\n") else (line, "")
-    if "[EXPECTATION_VIOLATION]" in body:
+    if violations.parse(body) is not None:
         return paint(body, "bold red", True) + newline
     if "has FAILED" in body or "Run is FAILED" in body or "is FAILED" in body:
         return paint(body, "red", True) + newline
@@ -644,8 +651,7 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
         if report is not None:
             document.update(report_dict(report))
         else:
-            document["violations"] = [
-                dict(vars(v), record=v.record_value()) for v in outcome.events.violations]
+            document["violations"] = [violation_dict(v) for v in outcome.events.violations]
         write_text(sys.stdout, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
         return status
     if report is not None:

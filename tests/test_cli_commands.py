@@ -37,7 +37,7 @@ from sdp_expect.run_command import EventLog, Project, build_command, find_spec
 VIOLATION_LINE = (
     "pyspark.errors.exceptions.connect.SparkRuntimeException: [USER_RAISED_EXCEPTION] "
     "[EXPECTATION_VIOLATION] Flow 'checked' failed to meet the expectation. Violated "
-    "expectations: 'amount_not_negative, small'. Output record: '{\"id\":2,\"note\":\"it's. "
+    "expectations: 'amount_not_negative', 'small'. Output record: '{\"id\":2,\"note\":\"it's. "
     "odd\",\"amount\":-3}'. SQLSTATE: P0001")
 EVENTS = """\
 2026-01-01 10:00:00: Flow spark_catalog.default.raw is QUEUED.

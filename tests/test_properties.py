@@ -38,6 +38,7 @@ from hypothesis import HealthCheck, Phase, event, example, given, settings
 from hypothesis import strategies as st
 
 from sdp_expect import pipelines as dp
+from sdp_expect.violation import names_text
 
 SCHEMA = "id INT, amount DOUBLE, qty BIGINT, name STRING"
 COLUMNS = ["id", "amount", "qty", "name"]
@@ -464,7 +465,7 @@ class Expected:
     kept: list[Row]
     dropped: list[tuple[Row, tuple[str, ...]]]  # with the _failed_expectations names
     failed_counts: dict[str, int]
-    fail_violations: dict[Any, str]  # row key -> violated fail rule names, joined
+    fail_violations: dict[Any, str]  # row key -> violated fail rule names, as the line lists them
 
 
 def oracle(dataset: Dataset, rows: list[Row], null_passes: bool) -> Expected:
@@ -483,7 +484,7 @@ def oracle(dataset: Dataset, rows: list[Row], null_passes: bool) -> Expected:
             kept.append(row)
         fails = [r.name for r in violated if r.action == "fail"]
         if fails:
-            fail_violations[key(row)] = ", ".join(fails)
+            fail_violations[key(row)] = names_text(fails)  # each name quoted
     return Expected(produced, kept, dropped, failed_counts, fail_violations)
 
 
@@ -593,8 +594,8 @@ def check_laws(result: Any, scenario: Scenario, dataset: Dataset, expected: Expe
 def violation_reports(output: str, dataset: str) -> list[tuple[str, dict[str, Any], str]]:
     """Every ``[EXPECTATION_VIOLATION]`` line of a dataset: (names, record, line)."""
     prefix = (f"[EXPECTATION_VIOLATION] Flow '{dataset}' failed to meet the expectation. "
-              "Violated expectations: '")
-    separator = "'. Output record: '"
+              "Violated expectations: ")
+    separator = ". Output record: '"
     decoder = json.JSONDecoder()
     reports = []
     start = output.find(prefix)
@@ -639,7 +640,7 @@ def check_failed(result: Any, scenario: Scenario, dataset: Dataset, expected: Ex
         assert row in expected.fail_violations, (
             f"the reported record does not violate a fail rule: {line!r}\n{context}")
         assert names == expected.fail_violations[row], (
-            f"wrong names in {line!r}; expected '{expected.fail_violations[row]}'\n{context}")
+            f"wrong names in {line!r}; expected {expected.fail_violations[row]}\n{context}")
     companions = [dataset.name, f"{dataset.name}_dq_metrics"]
     if dataset.quarantine:
         companions.append(f"{dataset.name}_quarantine")

@@ -1,0 +1,224 @@
+"""The ``[EXPECTATION_VIOLATION]`` message: its format and its parser, side by side.
+
+A record that violates fail expectations stops its flow with Spark's
+``raise_error`` and this message (Lakeflow's wording), on one line::
+
+    [EXPECTATION_VIOLATION] Flow 'orders_silver' failed to meet the expectation.
+    Violated expectations: 'valid_amount'. Output record: '{"order_id":3,"amount":-12.0}'.
+
+The message is built by Spark, from the SQL that :func:`message_sql` writes
+(the compiler wraps it in ``raise_error``), and read back by :func:`parse`
+(``sdp-expect run`` feeds it every output line). Both follow one grammar, so
+that the names and the record come back exactly as they were:
+
+- the flow and every violated expectation are *quoted names*
+  (:func:`quote`): between single quotes, with ``\\`` and ``'`` escaped by a
+  backslash and control and line-separator characters written ``\\uXXXX``; a
+  plain name reads as itself (``'valid_amount'``), and a name holding
+  ``', '`` or a quote cannot be confused with two names or with the end of
+  the list;
+- violated expectations are the quoted names of the fail rules the record
+  violated, in declaration order, separated by ``, ``;
+- the record is ``to_json(struct(*))`` of the record (a JSON object, nulls
+  kept) between single quotes; the message ends with ``'.``.
+
+:func:`parse` accepts only text that follows this grammar to the letter: each
+name in its one canonical quoted form, the record a JSON object that decodes,
+and the message starting the text or after a space and followed by the end of
+the text or a space. A query plan that
+Spark prints when a streaming query fails holds the message *template*
+(``concat([EXPECTATION_VIOLATION] Flow 'x' ... Violated expectations: ,
+concat_ws(, , CASE WHEN ... END), . Output record: ', to_json(...), '.)``):
+where a quoted name must follow there is SQL instead, so a plan never reads as
+a violation. The round trip (format, then Spark, then parse) is tested in
+``tests/test_violation_line.py``.
+
+This module imports no pyspark (``sdp-expect run`` and ``report`` use it);
+:func:`message_sql`, called by the compiler only, takes the compiler's SQL
+string literal escape.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+__all__ = [
+    "RECORD_SQL",
+    "TAG",
+    "Violation",
+    "find_all",
+    "format_message",
+    "message_sql",
+    "names_text",
+    "parse",
+    "quote",
+]
+
+TAG = "[EXPECTATION_VIOLATION]"
+"""Where the message starts."""
+_FLOW = f"{TAG} Flow "
+_NAMES = " failed to meet the expectation. Violated expectations: "
+_SEPARATOR = ", "
+_RECORD = ". Output record: '"
+_END = "'."
+RECORD_SQL = "to_json(struct(*), map('ignoreNullFields', 'false'))"
+"""The record in the message: every column, nulls included, as one JSON object."""
+
+_ESCAPED_CATEGORIES = frozenset({"Cc", "Cs", "Zl", "Zp"})
+"""Characters written as ``\\uXXXX`` in a quoted name: controls, surrogates, line breaks."""
+_QUOTED = re.compile(r"'((?:[^'\\]|\\\\|\\'|\\u[0-9a-f]{4})*)'")
+_ESCAPE = re.compile(r"\\(\\|'|u[0-9a-f]{4})")
+_DECODER = json.JSONDecoder()
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A record that violated fail expectations, as its message says.
+
+    :param dataset: The dataset whose flow failed.
+    :param expectations: The fail expectations the record violated, in declaration order.
+    :param record: The record as Spark wrote it: JSON text of one object.
+    """
+
+    dataset: str
+    expectations: tuple[str, ...]
+    record: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "expectations", tuple(self.expectations))
+
+    def record_value(self) -> Any:
+        """The record parsed from its JSON text, else the text itself."""
+        try:
+            return json.loads(self.record)
+        except ValueError:
+            return self.record
+
+
+# --------------------------------------------------------------------------- the format
+
+
+def quote(name: str) -> str:
+    """``name`` as a quoted name of the message: ``'it\\'s'``; decoded by :func:`parse`."""
+    out = []
+    for char in name:
+        if char in "\\'":
+            out.append("\\" + char)
+        elif unicodedata.category(char) in _ESCAPED_CATEGORIES:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    return "'" + "".join(out) + "'"
+
+
+def names_text(names: Sequence[str]) -> str:
+    """Names as the message lists them: ``'a', 'b'``."""
+    return _SEPARATOR.join(quote(name) for name in names)
+
+
+def _head(dataset: str) -> str:
+    return f"{_FLOW}{quote(dataset)}{_NAMES}"
+
+
+def format_message(violation: Violation) -> str:
+    """The message Spark raises for ``violation`` (what :func:`message_sql` builds)."""
+    return (f"{_head(violation.dataset)}{names_text(violation.expectations)}"
+            f"{_RECORD}{violation.record}{_END}")
+
+
+def message_sql(dataset: str, checks: Sequence[tuple[str, str]]) -> str:
+    """The SQL expression (STRING) of the message for the current record.
+
+    :param dataset: The dataset the flow writes.
+    :param checks: Per fail expectation, in declaration order: the SQL condition that is
+        TRUE when the record violates it (never NULL), and its name.
+    """
+    from sdp_expect.compiler import sql_string  # the one SQL literal escape
+
+    names = ", ".join(f"CASE WHEN {condition} THEN {sql_string(quote(name))} END"
+                      for condition, name in checks)
+    return (f"concat({sql_string(_head(dataset))}, concat_ws({sql_string(_SEPARATOR)}, {names}), "
+            f"{sql_string(_RECORD)}, {RECORD_SQL}, {sql_string(_END)})")
+
+
+# --------------------------------------------------------------------------- the parser
+
+
+def _unescape(escape: re.Match[str]) -> str:
+    code = escape.group(1)
+    return code if len(code) == 1 else chr(int(code[1:], 16))
+
+
+def _unquote(text: str, start: int) -> Optional[tuple[str, int]]:
+    """The quoted name at ``start`` and where it ends, if it is one in its canonical form."""
+    found = _QUOTED.match(text, start)
+    if found is None:
+        return None
+    name = _ESCAPE.sub(_unescape, found.group(1))
+    if quote(name) != found.group(0):
+        return None
+    return name, found.end()
+
+
+def _parse_at(text: str, start: int) -> Optional[tuple[Violation, int]]:
+    """The message starting at ``start`` and where it ends, if one starts there."""
+    if not text.startswith(_FLOW, start):
+        return None
+    flow = _unquote(text, start + len(_FLOW))
+    if flow is None or not text.startswith(_NAMES, flow[1]):
+        return None
+    names: list[str] = []
+    at = flow[1] + len(_NAMES)
+    while True:
+        name = _unquote(text, at)
+        if name is None:
+            return None
+        names.append(name[0])
+        at = name[1]
+        if not text.startswith(_SEPARATOR, at):
+            break
+        at += len(_SEPARATOR)
+    if not text.startswith(_RECORD, at):
+        return None
+    at += len(_RECORD)
+    try:
+        record, end = _DECODER.raw_decode(text, at)
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or not text.startswith(_END, end):
+        return None
+    after = end + len(_END)
+    if after < len(text) and not text[after].isspace():
+        return None
+    return Violation(dataset=flow[0], expectations=tuple(names), record=text[at:end]), after
+
+
+def find_all(text: str) -> list[Violation]:
+    """Every violation message in ``text``, once each, in order.
+
+    A message starts at ``[EXPECTATION_VIOLATION]`` at the start of the text or
+    after a space; text that does not follow the grammar (a query plan quoting
+    the message's SQL) is skipped, and so is anything inside a record.
+    """
+    found: list[Violation] = []
+    at = text.find(TAG)
+    while at >= 0:
+        parsed = _parse_at(text, at) if at == 0 or text[at - 1].isspace() else None
+        if parsed is None:
+            at = text.find(TAG, at + 1)
+            continue
+        violation, end = parsed
+        if violation not in found:
+            found.append(violation)
+        at = text.find(TAG, end)
+    return found
+
+
+def parse(text: str) -> Optional[Violation]:
+    """The first violation message in ``text`` (one output line, or an error message)."""
+    found = find_all(text)
+    return found[0] if found else None
