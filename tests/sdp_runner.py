@@ -229,17 +229,36 @@ class Pipeline:
         self.registry = registry
         with graph_element_registration_context(registry), add_pipeline_analysis_context(
             spark=self.spark, dataflow_graph_id=graph_id, flow_name=None
-        ), block_session_mutations():
+        ), block_session_mutations(), _active_session(self.spark):
             if self.definitions is not None:
                 self.definitions(self.spark)
             if self.files is not None:
                 self._import_files(registry)
         return graph_id, registry
 
+    def _library_files(self) -> list[Path]:
+        """The pipeline's files: those its spark-pipeline.yml lists, when it has one (as
+        spark-pipelines loads them), else every file of the folder."""
+        assert self.files is not None
+        spec = self.files / "spark-pipeline.yml"
+        if not spec.exists():
+            return sorted(self.files.rglob("*"))
+        import yaml
+
+        found: list[Path] = []
+        for library in yaml.safe_load(spec.read_text()).get("libraries") or []:
+            pattern = str(library["glob"]["include"])
+            if pattern.endswith("/**"):  # as spark-pipelines reads it: every file below
+                pattern += "/*"
+            found += [path for path in sorted(self.files.glob(pattern))
+                      if path.is_file() and "__pycache__" not in path.parts
+                      and path not in found]
+        return found
+
     def _import_files(self, registry: SparkConnectGraphElementRegistry) -> None:
         assert self.files is not None
         with _chdir(self.files):
-            for file in sorted(self.files.rglob("*")):
+            for file in self._library_files():
                 if file.suffix == ".py":
                     spec = importlib.util.spec_from_file_location(file.stem, file)
                     assert spec is not None and spec.loader is not None
@@ -271,6 +290,24 @@ class Pipeline:
         outputs = dict(self.registry.outputs) if self.registry else {}
         flows = dict(self.registry.flows) if self.registry else {}
         return RunResult(events, error, self.spark, self.database, outputs, flows)
+
+
+@contextlib.contextmanager
+def _active_session(spark: SparkSession) -> Iterator[None]:
+    """``SparkSession.active()`` is this pipeline's session while its files are loaded.
+
+    Under ``spark-pipelines`` the process has one session; here every pipeline has its
+    own, and without this ``SparkSession.active()`` in a pipeline file (which Spark 4.1
+    pipelines must call) would be the first session of the test process, with another
+    pipeline's configuration (``spark.conf.get(...)``).
+    """
+    holder = SparkSession._active_session
+    before = getattr(holder, "session", None)
+    holder.session = spark
+    try:
+        yield
+    finally:
+        holder.session = before
 
 
 @contextlib.contextmanager

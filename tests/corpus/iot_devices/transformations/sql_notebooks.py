@@ -1,0 +1,3 @@
+from sdp_expect import sql
+
+sql.include("../sql_notebooks/*.sql")
