@@ -260,6 +260,14 @@ def _add_migrate(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
                         "name, else SRC's folder name)")
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="output format (default: text)")
+    parser.add_argument("--no-check", action="store_true",
+                        help="do not dry-run the result (the dry-run starts Spark)")
+    parser.add_argument("--data-root", metavar="FOLDER",
+                        help="where the files of the Databricks data roots are: each "
+                        "/Volumes/<catalog>/<schema>/<volume> (dbfs:/mnt/<m>...) becomes the "
+                        "pipeline setting FOLDER/<volume> (default: DST/data/<volume>, reported)")
+    parser.add_argument("--port-wait", type=float, metavar="SECONDS",
+                        help="for the dry-run: how long to wait for port 15002 (default 300)")
     parser.set_defaults(handler=_run_migrate)
 
 

@@ -42,35 +42,42 @@ def test_every_databricks_only_construct_is_reported_with_file_and_line(
         src: Path, tmp_path: Path) -> None:
     before = tree_hash(src)
     result = sdp_expect("migrate", str(src), str(tmp_path / "dst"), "--format", "json",
-                        cwd=tmp_path)
-    assert result.returncode == 1, result.stdout + result.stderr  # written, but incomplete
+                        "--no-check", cwd=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr  # written, but incomplete
     assert tree_hash(src) == before  # SRC is never modified
     report = json.loads(result.stdout)
     found = {(f["file"], f["line"]): f["message"] for f in report["not_converted"]}
     expected = {
-        ("ingest.py", 5): "Unity Catalog volume path",
         ("ingest.py", 8): "argument private= of dlt.table is Databricks-only",
-        ("ingest.py", 10): "Auto Loader",
         ("ingest.py", 15): "dlt.apply_changes is not available",
         ("ingest.py", 21): "dbutils is Databricks-only",
         ("notebook.py", 2): "notebook magic cell (%pip)",
         ("notebook.py", 10): "argument row_filter= of dp.table",
         ("notebook.py", 16): "notebook magic cell (%sql)",
-        ("ingest.sql", 2): "read_files() is Databricks-only",
         ("ingest.sql", 6): "APPLY CHANGES INTO is Databricks-only",
+        ("ingest.sql", 16): "USING DELTA: Delta Lake is not part of open-source Spark",
+        ("ingest.sql", 17): "ai_summarize() is a Databricks-only SQL function",
     }
     for where, words in expected.items():
         assert where in found and words in found[where], (where, found)
+    roots = [f["message"] for f in report["not_converted"] if f["file"] == "spark-pipeline.yml"]
+    assert len(roots) == 2  # one setting per volume, each reported once
+    assert any("stands for /Volumes/main/raw/orders (used at ingest.py:5)" in m for m in roots)
     assert any("argument path= of dlt.table" in f["message"] for f in report["not_converted"]
                if (f["file"], f["line"]) == ("ingest.py", 8))
     changed = {(f["file"], f["line"]): f["message"] for f in report["changed"]}
+    assert changed[("ingest.py", 5)].startswith("/Volumes/main/raw/orders -> spark.conf.get(")
+    assert changed[("ingest.py", 10)].startswith('Auto Loader -> spark.readStream.format("json")')
+    assert changed[("ingest.sql", 2)].startswith("read_files(...) -> STREAM(raw_events_files)")
     assert changed[("notebook.py", 6)] == (
         "`import pyspark.pipelines as dp, os` -> `import os; from sdp_expect import pipelines "
         "as dp`")
     assert changed[("ingest.py", 22)].startswith('"LIVE.raw_orders" -> "raw_orders"')
-    text = sdp_expect("migrate", str(src), str(tmp_path / "dst2"), cwd=tmp_path).stdout
-    assert "  ingest.py:10: Auto Loader (format(\"cloudFiles\")) is Databricks-only" in text
+    text = sdp_expect("migrate", str(src), str(tmp_path / "dst2"), "--no-check",
+                      cwd=tmp_path).stdout
+    assert "  ingest.py:8: argument path= of dlt.table is Databricks-only" in text
     assert "  ingest.sql:6: [SDPX-SQL-301] APPLY CHANGES INTO is Databricks-only" in text
+    assert "Dry-run: not run (--no-check)" in text
 
 
 def test_destination_must_be_new_and_outside_the_source(src: Path, tmp_path: Path) -> None:
@@ -117,7 +124,7 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path, dict[
     root = tmp_path_factory.mktemp("migrate")
     src = Path(shutil.copytree(PROJECT, root / "databricks"))
     before = tree_hash(src)
-    result = sdp_expect("migrate", str(src), str(root / "oss"), cwd=root)
+    result = sdp_expect("migrate", str(src), str(root / "oss"), "--no-check", cwd=root)
     assert tree_hash(src) == before
     return result, root / "oss", before
 
@@ -131,7 +138,7 @@ def migrated_run(migrated: tuple[Any, Path, dict[str, str]]) -> Any:
 def test_migrate_prints_what_it_changed(migrated: tuple[Any, Path, dict[str, str]]) -> None:
     result, dst, _ = migrated
     out = result.stdout
-    assert result.returncode == 1, out + result.stderr  # the bundle's Databricks settings
+    assert result.returncode == 3, out + result.stderr  # the bundle's Databricks settings
     for line in (
             "transformations/orders_bronze.py:3: `from pyspark import pipelines as dp` -> "
             "`from sdp_expect import pipelines as dp`",

@@ -35,7 +35,13 @@ import shutil
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
+
+from sdp_expect.migrate.python_rewrites import ProjectFacts, PythonRewriter, dataset_names
+from sdp_expect.migrate.sources import SCHEMA_INFERENCE, DataRoots, all_roots
+
+if TYPE_CHECKING:
+    from sdp_expect.dbsql.statements import StatementSummary
 
 __all__ = [
     "CHANGED",
@@ -46,6 +52,7 @@ __all__ = [
     "PythonMigration",
     "migrate",
     "migrate_python",
+    "read_sql",
     "scan_sql",
 ]
 
@@ -100,6 +107,8 @@ class MigrationResult:
     :param findings: Everything changed, not converted or noted, in file order.
     :param python_files: The pipeline's Python files (relative paths), as listed in the spec.
     :param sql_files: The Databricks SQL files included through ``sdp_expect.sql``.
+    :param sql_statements: The statements read from each of them, as ``sql.include``
+        reads them (:func:`read_sql`).
     :param copied: Every file written to DST (relative paths).
     :param name: The pipeline's name.
     """
@@ -109,8 +118,16 @@ class MigrationResult:
     findings: list[Finding] = field(default_factory=list)
     python_files: list[str] = field(default_factory=list)
     sql_files: list[str] = field(default_factory=list)
+    sql_statements: dict[str, list[StatementSummary]] = field(default_factory=dict)
     copied: list[str] = field(default_factory=list)
     name: str = ""
+    line_maps: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    """For each rewritten or generated file of DST, per line (0-based index): the SRC
+    file and 1-based line it comes from."""
+    configuration: dict[str, str] = field(default_factory=dict)
+    """The pipeline configuration written to spark-pipeline.yml."""
+    check: Optional[Any] = None
+    """The dry-run of the result (:class:`sdp_expect.migrate.check.CheckResult`), if run."""
 
     def of(self, kind: str) -> list[Finding]:
         """The findings of one kind."""
@@ -227,10 +244,38 @@ class _Edits:
 
     def apply(self) -> str:
         """The text with every edit made."""
-        text = self.text
-        for start, end, new in sorted(self.edits, key=lambda e: (e[0], e[1]), reverse=True):
-            text = text[:start] + new + text[end:]
-        return text
+        return self.apply_with_map()[0]
+
+    def apply_with_map(self) -> tuple[str, list[int]]:
+        """The text with every edit made, and for each of its lines (0-based index) the
+        1-based line of the original text it comes from (inserted text: the line it
+        was inserted at)."""
+        pieces: list[str] = []
+        origins: list[int] = []  # per character of the new text: its original offset
+        position = 0
+        for start, end, new in sorted(self.edits, key=lambda e: (e[0], e[1])):
+            if start < position:  # overlaps an earlier edit: keep the earlier one
+                continue
+            pieces.append(self.text[position:start])
+            origins.extend(range(position, start))
+            pieces.append(new)
+            origins.extend([start] * len(new))
+            position = end
+        pieces.append(self.text[position:])
+        origins.extend(range(position, len(self.text)))
+        text = "".join(pieces)
+        line_of_offset = self.line_of
+        lines = [line_of_offset(origins[0]) if origins else 1]
+        for index, char in enumerate(text):
+            if char == "\n" and index + 1 < len(text):
+                lines.append(line_of_offset(origins[index + 1]))
+        return text, lines
+
+    def line_of(self, offset: int) -> int:
+        """The 1-based line of a character offset of the original text."""
+        import bisect
+
+        return max(1, bisect.bisect_right(self.starts, offset))
 
 
 # --------------------------------------------------------------------------- Python
@@ -243,11 +288,14 @@ class PythonMigration:
     :param text: The new text (the old one when nothing changed).
     :param pipeline: Whether the file defines pipeline datasets (imports dlt or pipelines).
     :param findings: What changed and what could not be converted.
+    :param lines: For each line of the new text, its line in the source.
     """
 
     text: str
     pipeline: bool
     findings: list[Finding] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    """For each line of :attr:`text` (0-based index), the 1-based line of the source."""
 
 
 def _one_line(text: str) -> str:
@@ -274,6 +322,7 @@ class _PythonScan(ast.NodeVisitor):
         self.modules: dict[str, str] = {}  # local name -> "pipelines" | "dlt"
         self.names: dict[str, tuple[str, str]] = {}  # local name -> (module, attribute)
         self.pipeline = False
+        self.later: list[Finding] = []
 
     # -- findings
     def changed(self, node: ast.AST, message: str) -> None:
@@ -282,6 +331,15 @@ class _PythonScan(ast.NodeVisitor):
     def unconverted(self, node: ast.AST, message: str) -> None:
         self.findings.append(Finding(NOT_CONVERTED, self.file, getattr(node, "lineno", None),
                                      message))
+
+    def note(self, node: ast.AST, message: str) -> None:
+        self.findings.append(Finding(NOTE, self.file, getattr(node, "lineno", None), message))
+
+    def deferred(self, node: ast.AST, message: str) -> None:
+        """Not converted, in a file that is not a pipeline file (a pipeline file is
+        rewritten by :class:`~sdp_expect.migrate.python_rewrites.PythonRewriter`)."""
+        self.later.append(Finding(NOT_CONVERTED, self.file, getattr(node, "lineno", None),
+                                  message))
 
     # -- imports
     def _rewrite(self, node: ast.stmt, statements: list[str]) -> None:
@@ -424,7 +482,7 @@ class _PythonScan(ast.NodeVisitor):
             first = node.args[0] if node.args else None
             text = first.value if isinstance(first, ast.Constant) else None
             if func.attr == "format" and isinstance(text, str) and text.lower() == "cloudfiles":
-                self.unconverted(node, "Auto Loader (format(\"cloudFiles\")) is Databricks-only: "
+                self.deferred(node, "Auto Loader (format(\"cloudFiles\")) is Databricks-only: "
                                  "read the files with spark.readStream.format(\"json\"|\"csv\"|"
                                  "\"parquet\"...).schema(...).load(path)")
             if func.attr == "table" and isinstance(first, ast.Constant) \
@@ -449,7 +507,7 @@ class _PythonScan(ast.NodeVisitor):
             for marker, what in (("/Volumes/", "a Unity Catalog volume path"),
                                  ("dbfs:/", "a DBFS path"), ("/dbfs/", "a DBFS path")):
                 if marker in node.value:
-                    self.unconverted(node, f"{what} ({marker}...): point it at a local or "
+                    self.deferred(node, f"{what} ({marker}...): point it at a local or "
                                      "object-store path (the pipeline configuration is a good "
                                      "place for it)")
                     break
@@ -484,12 +542,17 @@ def _uses(node: ast.AST, name: str) -> bool:
                for sub in ast.walk(node))
 
 
-def _add_spark(tree: ast.Module, edits: _Edits, file: str) -> Optional[Finding]:
-    """Define ``spark`` after the imports of a file that uses it without defining it."""
-    if _binds_spark(tree) or not _uses(tree, "spark"):
+def _add_spark(tree: ast.Module, edits: _Edits, file: str,
+               also: Iterable[int] = ()) -> Optional[Finding]:
+    """Define ``spark`` after the imports of a file that uses it without defining it.
+
+    :param also: Indices of top-level statements that the rewrites made use ``spark``.
+    """
+    rewritten = set(also)
+    if _binds_spark(tree) or not (_uses(tree, "spark") or rewritten):
         return None
-    first_use = next((i for i, node in enumerate(tree.body) if _uses(node, "spark")),
-                     len(tree.body))
+    first_use = next((i for i, node in enumerate(tree.body)
+                      if i in rewritten or _uses(node, "spark")), len(tree.body))
     after = 0
     for node in tree.body[:first_use]:
         is_docstring = (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
@@ -528,6 +591,9 @@ def _magic_findings(text: str, file: str) -> list[Finding]:
         magic = token.type == tokenize.COMMENT and token.string.startswith("# MAGIC")
         if magic and not previous:
             command = token.string[len("# MAGIC"):].strip().split(" ", 1)[0] or "cell"
+            if command in ("%md", "%md-sandbox"):  # documentation: nothing to run
+                previous = magic
+                continue
             findings.append(Finding(NOT_CONVERTED, file, token.start[0],
                                     f"notebook magic cell ({command}) is Databricks-only: "
                                     "spark-pipelines runs only the Python; move it into the "
@@ -537,12 +603,15 @@ def _magic_findings(text: str, file: str) -> list[Finding]:
 
 
 def migrate_python(data: bytes, file: str,
-                   local_modules: frozenset[str] = frozenset()) -> PythonMigration:
+                   local_modules: frozenset[str] = frozenset(),
+                   facts: Optional[ProjectFacts] = None) -> PythonMigration:
     """Rewrite one Python file's text for open-source SDP with sdp-expect.
 
     :param data: The file's bytes.
     :param file: Its name in findings.
     :param local_modules: Top-level modules and packages of the project (noted when imported).
+    :param facts: What the project's files share (its datasets, data roots, the
+        settings the rewritten code needs); default: this file alone.
     """
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
@@ -562,13 +631,23 @@ def migrate_python(data: bytes, file: str,
     scan.visit(tree)
     findings = list(scan.findings)
     if scan.pipeline:
-        added = _add_spark(tree, edits, file)
+        if facts is None:
+            facts = ProjectFacts(datasets=dataset_names(tree),
+                                 roots=DataRoots(all_roots(text), "data"))
+        rewriter = PythonRewriter(tree, edits, file, scan.modules, facts, scan.changed,
+                                  scan.unconverted, scan.note)
+        rewriter.run()
+        findings = list(scan.findings)
+        added = _add_spark(tree, edits, file, rewriter.spark_statements)
         if added is not None:
             findings.append(added)
         findings.extend(_magic_findings(text, file))
-    new_text = edits.apply()
+    else:
+        findings.extend(scan.later)
+    new_text, lines = edits.apply_with_map()
     findings.sort(key=lambda f: (f.line or 0))
-    return PythonMigration(text=new_text, pipeline=scan.pipeline, findings=_unique(findings))
+    return PythonMigration(text=new_text, pipeline=scan.pipeline, findings=_unique(findings),
+                           lines=lines)
 
 
 class _Lazy:
@@ -605,12 +684,17 @@ _PIPELINE_SQL = re.compile(
 
 
 def is_pipeline_sql(text: str) -> bool:
-    """Whether SQL text declares pipeline datasets or flows."""
+    """Whether SQL text declares pipeline datasets or flows.
+
+    The statements are those the reader of ``sdp_expect.sql`` finds (the SQL of
+    a notebook's ``%sql`` cells included; comments and markdown cells left out).
+    """
+    from sdp_expect.dbsql.split import split
     from sdp_expect.sqltokens import SqlTokenError
-    from sdp_expect.sqltokens import tokenize as sql_tokens
 
     try:
-        code = " ".join(t.text for t in sql_tokens(text))
+        code = " ".join(t.text for statement in split(text, "<sql>").statements
+                        for t in statement.tokens)
     except SqlTokenError:
         code = text
     return bool(_PIPELINE_SQL.search(code))
@@ -620,31 +704,42 @@ def scan_sql(text: str, file: str, base_dir: str,
              conf: Optional[dict[str, str]] = None) -> list[Finding]:
     """Every Databricks SQL construct that sdp-expect cannot translate, with its line.
 
-    Each statement is translated on its own (as ``sdp_expect.sql`` does, without
-    Spark); every coded error is reported.
+    The file is read by the reader of ``sdp_expect.sql`` (:func:`read_sql`);
+    every coded error is reported.
     """
-    from sdp_expect.errors import SdpExpectError
-    from sdp_expect.sql import translate
-    from sdp_expect.sqltokens import SqlTokenError, split_statements
-
-    try:
-        statements = split_statements(text)
-    except SqlTokenError as error:
-        return [Finding(NOT_CONVERTED, file, getattr(error, "line", None), str(error))]
-    findings = []
-    for statement, line in statements:
-        padded = "\n" * (line - 1) + statement
-        try:
-            translate(padded, file, conf=conf, base_dir=base_dir)
-        except SdpExpectError as error:
-            findings.append(Finding(NOT_CONVERTED, file, _line_of(error, line),
-                                    _error_text(error, file)))
-    return findings
+    return read_sql(text, file, base_dir, conf)[1]
 
 
-def _line_of(error: Any, default: int) -> int:
+def read_sql(text: str, file: str, base_dir: str, conf: Optional[dict[str, str]] = None
+             ) -> tuple[list[StatementSummary], list[Finding]]:
+    """The statements of a Databricks SQL file, and what in it cannot be translated.
+
+    The statements are those ``sql.include``, ``sdp-expect translate`` and
+    ``sdp-expect validate`` read (:func:`sdp_expect.dbsql.parse.check`: cells of
+    an exported notebook, ``SET`` without ``;``, legacy spellings). Each
+    statement read is then translated for one pipeline, without Spark
+    (:func:`sdp_expect.sql.translation_errors`); every coded error of either
+    step is a :data:`NOT_CONVERTED` finding at its line, in line order.
+
+    :param text: The file's content.
+    :param file: The file as shown (relative to SRC).
+    :param base_dir: The file's folder (where ``'sdp_expect.rules'`` paths start).
+    :param conf: The pipeline's configuration.
+    """
+    from sdp_expect.dbsql.parse import check
+    from sdp_expect.sql import translation_errors
+
+    read = check(text, file, base_dir=base_dir)
+    errors = [*read.errors, *translation_errors(read.statements, file, conf=conf)]
+    findings = [Finding(NOT_CONVERTED, file, _line_of(error), _error_text(error, file))
+                for error in errors]
+    findings.sort(key=lambda finding: finding.line or 0)
+    return read.summary, findings
+
+
+def _line_of(error: Any) -> Optional[int]:
     match = re.search(r":(\d+)", str(getattr(error, "location", "") or ""))
-    return int(match.group(1)) if match else default
+    return int(match.group(1)) if match else None
 
 
 def _error_text(error: Any, file: str) -> str:
@@ -808,17 +903,114 @@ def _include_text(sql_files: list[str], include_dir: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _code_lines(text: str, comment: str) -> str:
+    """``text`` without its whole-line comments (markdown cells, notes)."""
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(comment))
+
+
+def _project_facts(src: Path, paths: list[Path], data_root: str) -> ProjectFacts:
+    """The datasets and Databricks data roots of the whole project, before any rewrite."""
+    from sdp_expect.dbsql.split import split
+    from sdp_expect.migrate.sql_sources import _dataset_name
+    from sdp_expect.sqltokens import SqlTokenError
+
+    datasets: set[str] = set()
+    roots: list[str] = []
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if path.suffix == ".py":
+            try:
+                datasets |= dataset_names(ast.parse(text))
+            except SyntaxError:
+                continue
+            roots += all_roots(_code_lines(text, "#"))
+        elif path.suffix.lower() == ".sql":
+            roots += all_roots(_code_lines(text, "--"))
+            try:
+                statements = split(text, path.name).statements
+            except SqlTokenError:
+                continue
+            datasets |= {_dataset_name(s.tokens) for s in statements
+                         if s.tokens[0].text.upper() == "CREATE"}
+    return ProjectFacts(datasets=datasets, roots=DataRoots(roots, data_root))
+
+
+SOURCES_FILE = "databricks_file_sources.py"
+"""The generated Python file with the views that replace ``read_files`` / ``cloud_files``."""
+
+
+def _sources_text(sources: list[Any]) -> tuple[str, list[tuple[str, int]]]:
+    """The generated views file, and for each of its lines the SQL file:line it comes from."""
+    header = ['"""Written by `sdp-expect migrate`: the files that the Databricks SQL files read',
+              "with read_files() / cloud_files(), each as a temporary view (open-source Spark",
+              'SQL has no streaming file read). The SQL reads each view by its name."""',
+              "",
+              "from pyspark.sql import SparkSession",
+              "",
+              "from sdp_expect import pipelines as dp",
+              "",
+              "spark = SparkSession.active()",
+              ""]
+    lines = list(header)
+    origins = [(sources[0].file, sources[0].line)] * len(header)
+    for source in sources:
+        block = ["", *source.code.rstrip("\n").split("\n")]
+        lines += block
+        origins += [(source.file, source.line)] * len(block)
+    return "\n".join(lines) + "\n", origins
+
+
+def _sql_findings(text: str, file: str) -> list[Finding]:
+    """Databricks-only SQL functions and ``USING DELTA`` in a SQL file's statements."""
+    from sdp_expect.databricks_functions import DATABRICKS_ONLY_SQL_FUNCTIONS
+    from sdp_expect.dbsql.split import split
+    from sdp_expect.migrate.python_rewrites import DELTA_FIX
+    from sdp_expect.sqltokens import SqlTokenError, TokenKind
+
+    findings: list[Finding] = []
+    try:
+        statements = split(text, file).statements
+    except SqlTokenError:
+        return findings
+    for statement in statements:
+        tokens = statement.tokens
+        for index, token in enumerate(tokens[:-1]):
+            name = token.text.lower()
+            if (token.kind is TokenKind.IDENT and name in DATABRICKS_ONLY_SQL_FUNCTIONS
+                    and tokens[index + 1].kind is TokenKind.LPAREN
+                    and (index == 0 or tokens[index - 1].kind is not TokenKind.DOT)):
+                findings.append(Finding(NOT_CONVERTED, file, token.line, f"{token.text}() is a "
+                                        "Databricks-only SQL function (open-source Spark stops "
+                                        "the flow with UNRESOLVED_ROUTINE). Fix: "
+                                        f"{DATABRICKS_ONLY_SQL_FUNCTIONS[name]}"))
+            if token.kind is TokenKind.IDENT and name == "using" \
+                    and tokens[index + 1].text.lower() == "delta":
+                findings.append(Finding(NOT_CONVERTED, file, token.line,
+                                        f"USING DELTA: {DELTA_FIX}"))
+    return findings
+
+
 def migrate(src: Path, dst: Path, *, name: Optional[str] = None,
-            on_file: Optional[Callable[[str], None]] = None) -> MigrationResult:
+            on_file: Optional[Callable[[str], None]] = None,
+            data_root: Optional[str] = None) -> MigrationResult:
     """Write an open-source SDP project in ``dst`` from the Databricks project in ``src``.
 
     :param src: The Databricks project folder (only read).
     :param dst: A new (or empty) folder for the converted project.
     :param name: The pipeline's name; default the bundle's, else ``src``'s folder name.
     :param on_file: Called with each file's relative path as it is written.
+    :param data_root: The local folder that the settings of the Databricks data roots
+        (``/Volumes/<catalog>/<schema>/<volume>``, ``dbfs:/mnt/<m>``...) point under,
+        each as ``<data_root>/<volume>``; default ``DST/data`` (then reported: the user
+        must put the files there or change the setting).
     :raises MigrationError: when ``src`` is not a folder, ``dst`` is not new or
         empty, or ``dst`` is inside ``src``.
     """
+    from sdp_expect.migrate.sql_sources import path_expression, rewrite_sql_sources
+
     _check_folders(src, dst)
     result = MigrationResult(src=src, dst=dst)
     bundle = _read_bundle(src, result)
@@ -830,16 +1022,20 @@ def migrate(src: Path, dst: Path, *, name: Optional[str] = None,
         entry.stem if entry.is_file() else entry.name for entry in src.iterdir()
         if (entry.is_file() and entry.suffix == ".py")
         or (entry.is_dir() and entry.name not in SKIPPED_FOLDERS))
-    for path in _files(src):
+    all_files = _files(src)
+    root_base = str(Path(data_root).resolve()) if data_root else str(dst.resolve() / "data")
+    facts = _project_facts(src, all_files, root_base)
+    for path in all_files:
         rel = path.relative_to(src).as_posix()
         data = path.read_bytes()
         if path.suffix == ".py":
-            migration = migrate_python(data, rel, local_modules)
+            migration = migrate_python(data, rel, local_modules, facts)
             result.findings.extend(migration.findings)
             if migration.pipeline:
                 result.python_files.append(rel)
                 encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
                 data = migration.text.encode(encoding)
+                result.line_maps[rel] = [(rel, line) for line in migration.lines]
         elif path.suffix.lower() == ".sql":
             try:
                 text = data.decode("utf-8")
@@ -852,14 +1048,48 @@ def migrate(src: Path, dst: Path, *, name: Optional[str] = None,
                 result.findings.append(Finding(NOTE, rel, None, "no pipeline dataset in it: "
                                                "copied, not part of the pipeline"))
         planned.append((rel, data))
+    taken = {rel for rel, _ in planned}
+    views_taken = set(facts.datasets)
+    file_sources: list[Any] = []
+    rewritten: dict[str, bytes] = {}
     for rel, path in sql_paths:
         text = path.read_text(encoding="utf-8")
-        result.findings.extend(scan_sql(text, rel, str(path.parent), configuration))
-        result.findings.append(Finding(CHANGED, rel, None, f"kept as written; registered by "
-                                       f"{SQL_INCLUDE_FILE} through sdp_expect.sql.include"))
-    taken = {rel for rel, _ in planned}
+        moved, infers = rewrite_sql_sources(text, rel, views_taken,
+                                             path_expression(facts.roots))
+        if infers:
+            facts.configuration[SCHEMA_INFERENCE] = "true"
+        file_sources += moved.sources
+        for kind, line, message in moved.findings:
+            result.findings.append(Finding(CHANGED if kind == CHANGED else NOT_CONVERTED, rel,
+                                           line, message))
+        if moved.text != text:
+            rewritten[rel] = moved.text.encode("utf-8")
+        result.line_maps[rel] = [(rel, line) for line in moved.lines]
+        statements, unconverted = read_sql(moved.text, rel, str(path.parent), configuration)
+        for finding in [*unconverted, *_sql_findings(moved.text, rel)]:
+            at = finding.line
+            if at is not None and 0 < at <= len(moved.lines):
+                finding = dataclasses.replace(finding, line=moved.lines[at - 1])
+            result.findings.append(finding)
+        result.sql_statements[rel] = statements
+        count = f"{len(statements)} statement{'' if len(statements) == 1 else 's'}"
+        how = ("rewritten where it read files (above), otherwise kept as written"
+               if rel in rewritten else "kept as written")
+        result.findings.append(Finding(CHANGED, rel, None, f"{how}; registered by "
+                                       f"{SQL_INCLUDE_FILE} through sdp_expect.sql.include "
+                                       f"({count} read)"))
+    planned = [(rel, rewritten.get(rel, data)) for rel, data in planned]
     libraries = list(result.python_files)
     extra: list[tuple[str, bytes]] = []
+    if file_sources:
+        sources_name = _free_name(taken, SOURCES_FILE)
+        sources_text, origins = _sources_text(file_sources)
+        extra.append((sources_name, sources_text.encode("utf-8")))
+        result.line_maps[sources_name] = origins
+        libraries.append(sources_name)
+        result.findings.append(Finding(CHANGED, sources_name, None, f"written: "
+                                       f"{len(file_sources)} view(s) reading the files that "
+                                       "the SQL files read with read_files()/cloud_files()"))
     if result.sql_files:
         include_name = _free_name(taken, SQL_INCLUDE_FILE)
         extra.append((include_name, _include_text(result.sql_files, "").encode("utf-8")))
@@ -874,7 +1104,27 @@ def migrate(src: Path, dst: Path, *, name: Optional[str] = None,
         result.findings.append(Finding(NOTE, SPEC_FILE, None, "the project's own spec file is "
                                        "replaced by the one migrate writes"))
         planned = [(rel, data) for rel, data in planned if rel != SPEC_FILE]
+    for key, value in facts.configuration.items():
+        if key not in configuration:
+            configuration[key] = value
+            result.findings.append(Finding(CHANGED, SPEC_FILE, None, f"configuration {key}: "
+                                           f"{value} (a file stream infers its schema from the "
+                                           "files, as Auto Loader did)"))
+    for root, uses in facts.roots.uses.items():
+        key, value = facts.roots.key(root), facts.roots.value(root)
+        configuration.setdefault(key, value)
+        where = ", ".join(dict.fromkeys(uses))
+        message = (f"configuration {key}: {configuration[key]} stands for {root} (used at "
+                   f"{where}): the migrated code reads it with spark.conf.get({key!r})")
+        if data_root:
+            result.findings.append(Finding(CHANGED, SPEC_FILE, None, message))
+        else:
+            result.findings.append(Finding(NOT_CONVERTED, SPEC_FILE, None, message + ". Fix: "
+                                           f"put the files of {root} in {configuration[key]}, "
+                                           f"or set {key} in {SPEC_FILE} to where they are "
+                                           "(or give migrate --data-root)"))
     extra.append((SPEC_FILE, _spec_text(result, src, configuration, libraries).encode("utf-8")))
+    result.configuration = configuration
     result.findings.append(Finding(CHANGED, SPEC_FILE, None, f"written: pipeline "
                                    f"'{result.name}', {len(libraries)} librar"
                                    f"{'y' if len(libraries) == 1 else 'ies'}"
@@ -899,6 +1149,30 @@ def migrate(src: Path, dst: Path, *, name: Optional[str] = None,
 # --------------------------------------------------------------------------- output
 
 
+EXIT_REVIEW = 3
+"""``migrate``: the result passed its dry-run (or was not checked), but some constructs
+are listed as not converted and need a look by hand."""
+
+
+def exit_status(result: MigrationResult) -> int:
+    """0 complete and checked (or not checked); 1 the dry-run failed; 3 runs, but
+    something is listed as not converted."""
+    if result.check is not None and not result.check.ok:
+        return 1
+    return 0 if result.complete else EXIT_REVIEW
+
+
+def _check_findings(result: MigrationResult) -> list[Finding]:
+    if result.check is None or result.check.ok:
+        return []
+    found = []
+    for error in result.check.errors:
+        where = f" (migrated file {error.dst})" if error.dst else ""
+        found.append(Finding(NOT_CONVERTED, error.file or ".", error.line,
+                             f"dry-run: {error.message}{where}"))
+    return found
+
+
 def to_text(result: MigrationResult) -> str:
     """What migrate did, for a person."""
     lines = [f"sdp-expect migrate: {result.src} -> {result.dst}", ""]
@@ -911,21 +1185,44 @@ def to_text(result: MigrationResult) -> str:
         lines += [f"  {f.where}: {f.message}" for f in notes]
     missing = result.of(NOT_CONVERTED)
     lines += ["", f"Not converted ({len(missing)}){', fix by hand:' if missing else ''}"]
-    lines += [f"  {f.where}: {f.message}" for f in missing] or ["  nothing: every construct "
-                                                                 "was converted"]
+    if missing:
+        lines += [f"  {f.where}: {f.message}" for f in missing]
+    elif result.check is not None and result.check.ok:
+        lines.append("  nothing: every construct was converted, and the dry-run passed")
+    elif result.check is None:
+        lines.append("  nothing found (the result was not dry-run: --no-check)")
+    else:
+        lines.append("  nothing found by reading the files, but the dry-run failed (below)")
+    failed = _check_findings(result)
+    if result.check is None:
+        lines += ["", "Dry-run: not run (--no-check). Check with: sdp-expect dry-run"]
+    elif result.check.ok:
+        lines += ["", "Dry-run: passed: every definition of the migrated pipeline is valid"]
+    else:
+        lines += ["", f"Dry-run: FAILED, the migrated project will not run as written "
+                      f"({len(failed)} error(s), at the source file and line):"]
+        lines += [f"  {f.where}: {f.message}" for f in failed]
     lines += ["", f"{len(result.copied)} files written. Next: cd {result.dst} && sdp-expect run"]
     return "\n".join(lines) + "\n"
 
 
 def to_json(result: MigrationResult) -> str:
     """What migrate did, as one JSON document."""
+    check: Optional[dict[str, Any]] = None
+    if result.check is not None:
+        check = {"ok": result.check.ok, "status": result.check.status,
+                 "errors": [dataclasses.asdict(f) for f in _check_findings(result)]}
     return json.dumps({
         "src": str(result.src), "dst": str(result.dst), "name": result.name,
-        "complete": result.complete, "python_files": result.python_files,
+        "complete": result.complete and (result.check is None or result.check.ok),
+        "exit_code": exit_status(result),
+        "python_files": result.python_files,
         "sql_files": result.sql_files, "files_written": result.copied,
+        "configuration": result.configuration,
         "changed": [dataclasses.asdict(f) for f in result.of(CHANGED)],
         "not_converted": [dataclasses.asdict(f) for f in result.of(NOT_CONVERTED)],
         "notes": [dataclasses.asdict(f) for f in result.of(NOTE)],
+        "dry_run": check,
     }, indent=2)
 
 
@@ -935,19 +1232,25 @@ an open-source Spark Declarative Pipelines project in DST that `sdp-expect
 run` runs. Every file is copied to the same place in DST. Python pipeline
 files get sdp-expect's imports (from pyspark import pipelines as dp -> from
 sdp_expect import pipelines as dp; import dlt -> from sdp_expect import dlt),
-LIVE. removed from table names, and `spark = SparkSession.active()` where a
-file uses spark without defining it (Spark 4.1); nothing else in them
-changes. SQL files are kept as written and registered through
-sdp_expect.sql.include by a generated databricks_sql.py. A spark-pipeline.yml
-lists the pipeline files (and a Databricks Asset Bundle's configuration).
+LIVE. removed from table names, `spark = SparkSession.active()` where a file
+uses spark without defining it (Spark 4.1), Auto Loader reads as the file
+source (spark.readStream.format("json")...), df.column as df["column"], and
+/Volumes/ and dbfs:/ paths read from one pipeline setting per root. SQL files
+are registered through sdp_expect.sql.include by a generated databricks_sql.py;
+their read_files()/cloud_files() become views in a generated Python file. A
+spark-pipeline.yml lists the pipeline files and settings.
 
-It prints every change, and every construct it could not convert (Auto Loader,
-Auto CDC on Spark 4.1, path=/private=/row_filter=, dbutils, /Volumes/ paths,
-notebook magics, Databricks-only SQL...) with its file and line. SRC is never
-modified.
+It prints every change, and every construct it could not convert (Auto Loader
+options with no open-source equivalent, Databricks-only SQL functions, Delta
+Lake, Auto CDC on Spark 4.1, path=/private=/row_filter=, dbutils, notebook
+magics...) with its file and line. Then it dry-runs the result (sdp-expect
+dry-run in DST, unless --no-check) and lists each error at the SOURCE file and
+line. SRC is never modified.
 
-Exit status: 0 converted completely; 1 converted, but some constructs need
-fixing by hand; 2 usage error (SRC not a folder, DST not new or empty).
+Exit status: 0 converted completely and the dry-run passed; 1 the dry-run
+failed: the result will not run as written; 2 usage error (SRC not a folder,
+DST not new or empty); 3 the dry-run passed (or --no-check) but some constructs
+are listed as not converted: look at them.
 """
 
 
@@ -955,13 +1258,21 @@ def command_migrate(args: Any) -> int:
     """``sdp-expect migrate``: the exit status."""
     import sys
 
-    from sdp_expect.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
+    from sdp_expect.cli import EXIT_USAGE
     from sdp_expect.dq_summary import write_text
+    from sdp_expect.migrate.check import dry_run
 
     try:
-        result = migrate(Path(args.src), Path(args.dst), name=args.name)
+        result = migrate(Path(args.src), Path(args.dst), name=args.name,
+                         data_root=getattr(args, "data_root", None))
     except MigrationError as error:
         write_text(sys.stderr, f"sdp-expect migrate: error: {error}\n")
         return EXIT_USAGE
+    if not getattr(args, "no_check", False):
+        if args.format != "json":
+            write_text(sys.stderr, "sdp-expect migrate: dry-run of the result "
+                       "(sdp-expect dry-run; --no-check skips it)...\n")
+        result.check = dry_run(Path(args.dst), result.line_maps,
+                               port_wait=getattr(args, "port_wait", None))
     write_text(sys.stdout, to_json(result) + "\n" if args.format == "json" else to_text(result))
-    return EXIT_OK if result.complete else EXIT_PROBLEMS
+    return exit_status(result)
