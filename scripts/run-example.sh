@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Usage: scripts/run-example.sh [spark41|spark42|sql]
 # (sql: the Databricks SQL example, on pyspark 4.1.x like spark41)
-# Installs what the example needs (a virtual environment under .venv/), runs the
-# example pipeline with spark-pipelines on embedded local Spark, and prints the
-# tables it produced. Run it again: the catalog persists between runs.
+# Installs what running needs (pyspark and sdp-expect in a virtual environment
+# under .venv/, no test or lint tools), runs the example pipeline with
+# `sdp-expect run` on embedded local Spark (its events, then the data-quality
+# summary), and prints the tables it produced. Run it again: the catalog
+# persists between runs (sdp-expect run keeps it in the example's folder).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 example=${1:-spark41}
@@ -11,9 +13,12 @@ case "$example" in
   spark41|sql) spec="~=4.1.0" ;;
   *) spec=">=4.1,<5" ;;
 esac
-venv=$(scripts/venv.sh "$spec")
+venv=$(scripts/venv.sh "$spec" "")
 export PATH="$PWD/$venv/bin:$PATH"
 cd "examples/$example"
-echo "== spark-pipelines run in examples/$example (pyspark $(python -c 'import pyspark; print(pyspark.__version__)'))"
-spark-pipelines --conf spark.sql.catalogImplementation=hive run
+echo "== sdp-expect run in examples/$example (pyspark $(python -c 'import pyspark; print(pyspark.__version__)'))"
+status=0
+sdp-expect run || status=$?
+echo "== the tables"
 python ../../scripts/show_tables.py .
+exit $status
