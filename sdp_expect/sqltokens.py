@@ -29,13 +29,14 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 __all__ = [
     "SqlTokenError",
     "Token",
     "TokenKind",
     "is_keyword",
+    "matching_paren",
     "split_statements",
     "tokenize",
 ]
@@ -380,6 +381,23 @@ def tokenize(text: str, *, keep_comments: bool = False) -> list[Token]:
                 )
             )
         pos = end
+
+
+def matching_paren(tokens: Sequence[Token], open_index: int) -> Optional[int]:
+    """Index of the ``)`` that closes the ``(`` at ``open_index``; None when it is not closed.
+
+    :param tokens: Tokens of one text, as :func:`tokenize` gives them.
+    :param open_index: Index of a ``(`` in ``tokens``.
+    """
+    depth = 0
+    for index in range(open_index, len(tokens)):
+        if tokens[index].kind is TokenKind.LPAREN:
+            depth += 1
+        elif tokens[index].kind is TokenKind.RPAREN:
+            depth -= 1
+            if depth == 0:
+                return index
+    return None
 
 
 def is_keyword(token: Token, *words: str) -> bool:

@@ -57,7 +57,7 @@ from sdp_expect.dbsql.statements import (
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.model import Action, DatasetRules, QuarantineSpec, make_expectation
 from sdp_expect.spark_version import AUTO_CDC_IN_SQL, spark_has
-from sdp_expect.sqltokens import SqlTokenError, Token, TokenKind, is_keyword
+from sdp_expect.sqltokens import SqlTokenError, Token, TokenKind, is_keyword, matching_paren
 
 __all__ = [
     "DATABRICKS_ONLY_FUNCTIONS",
@@ -721,7 +721,7 @@ class _Statement:
             raise cursor.error(found if found is not None else element[-1],
                                f"expected '(' after EXPECT, found {_shown(found)}",
                                dataset=dataset)
-        close = _matching_in(element, 3)
+        close = matching_paren(element, 3)
         if close is None:
             raise cursor.error(element[3], "'(' is never closed", dataset=dataset)
         inner = element[4:close]
@@ -912,23 +912,6 @@ def _split_top_level(tokens: Sequence[Token]) -> list[tuple[list[Token], Optiona
         current.append(token)
     elements.append((current, None))
     return elements
-
-
-def _matching_in(tokens: Sequence[Token], open_index: int) -> Optional[int]:
-    """Index of the ``)`` closing the ``(`` at ``open_index``, None when it is not closed.
-
-    :param tokens: The tokens.
-    :param open_index: Index of a ``(``.
-    """
-    depth = 0
-    for index in range(open_index, len(tokens)):
-        if tokens[index].kind is TokenKind.LPAREN:
-            depth += 1
-        elif tokens[index].kind is TokenKind.RPAREN:
-            depth -= 1
-            if depth == 0:
-                return index
-    return None
 
 
 def _first_mismatch(rest: Sequence[Token], end: Token) -> Token:

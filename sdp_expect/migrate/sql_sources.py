@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from sdp_expect.migrate.sources import SCHEMA_INFERENCE, root_of, translate_options
-from sdp_expect.sqltokens import Token, TokenKind
+from sdp_expect.sqltokens import Token, TokenKind, matching_paren
 
 __all__ = ["FileSource", "SqlSources", "rewrite_sql_sources"]
 
@@ -53,18 +53,6 @@ class SqlSources:
     lines: list[int]
     sources: list[FileSource] = field(default_factory=list)
     findings: list[tuple[str, int, str]] = field(default_factory=list)
-
-
-def _matching(tokens: Sequence[Token], open_index: int) -> Optional[int]:
-    depth = 0
-    for index in range(open_index, len(tokens)):
-        if tokens[index].kind is TokenKind.LPAREN:
-            depth += 1
-        elif tokens[index].kind is TokenKind.RPAREN:
-            depth -= 1
-            if depth == 0:
-                return index
-    return None
 
 
 def _arguments(tokens: Sequence[Token]) -> list[list[Token]]:
@@ -137,7 +125,7 @@ def rewrite_sql_sources(text: str, file: str, taken: set[str], path_code: object
                     and tokens[index + 1].kind is TokenKind.LPAREN
                     and (index == 0 or tokens[index - 1].kind is not TokenKind.DOT)):
                 continue
-            close = _matching(tokens, index + 1)
+            close = matching_paren(tokens, index + 1)
             if close is None:
                 continue
             start_index, end_index = index, close
@@ -146,7 +134,7 @@ def rewrite_sql_sources(text: str, file: str, taken: set[str], path_code: object
                 start_index, streaming = index - 1, True
             elif index >= 2 and tokens[index - 1].kind is TokenKind.LPAREN \
                     and tokens[index - 2].text.upper() == "STREAM":
-                after = _matching(tokens, index - 1)
+                after = matching_paren(tokens, index - 1)
                 if after is not None:
                     start_index, end_index, streaming = index - 2, after, True
             arguments = _arguments(tokens[index + 2:close])
