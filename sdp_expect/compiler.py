@@ -39,6 +39,7 @@ from sdp_expect.names import (
     record_log_comment,
 )
 from sdp_expect.options import PipelineOptions
+from sdp_expect.sqltokens import sql_string
 
 __all__ = [
     "FAILED_EXPECTATIONS_COLUMN",
@@ -108,18 +109,6 @@ def plan_companions(
         else None
     )
     return CompanionPlan(quarantine=quarantine, record_log=record_log, metrics=metrics)
-
-
-def sql_string(text: str) -> str:
-    """``text`` as a Spark SQL string literal: quotes and backslashes escaped.
-
-    Rule names and constraints reach generated SQL only through this function,
-    so a name such as ``it's; --`` stays data and cannot change the query. A
-    ``$`` is written as the escape ``\\u0024``: Spark substitutes ``${...}``
-    variables in SQL text before parsing it, and a name must not be rewritten.
-    """
-    escaped = text.replace("\\", "\\\\").replace("'", "\\'").replace("$", "\\u0024")
-    return "'" + escaped + "'"
 
 
 def _balanced(terms: list[str], operator: str, empty: str) -> str:
@@ -294,6 +283,15 @@ class RuleLogic:
         )
 
     # -- DataFrames (Python front end) -------------------------------------------------
+    def rule_check(self, query: DataFrame, expectation: Expectation) -> DataFrame:
+        """The query with one column: ``expectation``'s constraint alone, as written.
+
+        sdp-expect registers it as an unread temporary view per rule: SDP analyses it
+        (dry-run and run) but never executes it, and a constraint that Spark cannot
+        resolve fails exactly that view's flow, which names the rule.
+        """
+        return query.selectExpr(f"{_embedded(expectation.constraint)} AS _sdpx_check")
+
     def target(self, query: DataFrame) -> DataFrame:
         """The records written to the dataset: the kept ones; fail rules checked."""
         condition = self.target_condition()

@@ -38,6 +38,7 @@ __all__ = [
     "is_keyword",
     "matching_paren",
     "split_statements",
+    "sql_string",
     "tokenize",
 ]
 
@@ -381,6 +382,18 @@ def tokenize(text: str, *, keep_comments: bool = False) -> list[Token]:
                 )
             )
         pos = end
+
+
+def sql_string(text: str) -> str:
+    """``text`` as a Spark SQL string literal: quotes and backslashes escaped.
+
+    Rule names and constraints reach generated SQL only through this function,
+    so a name such as ``it's; --`` stays data and cannot change the query. A
+    ``$`` is written as the escape ``\\u0024``: Spark substitutes ``${...}``
+    variables in SQL text before parsing it, and a name must not be rewritten.
+    """
+    escaped = text.replace("\\", "\\\\").replace("'", "\\'").replace("$", "\\u0024")
+    return "'" + escaped + "'"
 
 
 def matching_paren(tokens: Sequence[Token], open_index: int) -> Optional[int]:

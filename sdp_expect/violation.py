@@ -46,6 +46,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
+from sdp_expect.sqltokens import sql_string  # the one SQL literal escape
+
 __all__ = [
     "RECORD_SQL",
     "TAG",
@@ -137,8 +139,6 @@ def message_sql(dataset: str, checks: Sequence[tuple[str, str]]) -> str:
     :param checks: Per fail expectation, in declaration order: the SQL condition that is
         TRUE when the record violates it (never NULL), and its name.
     """
-    from sdp_expect.compiler import sql_string  # the one SQL literal escape
-
     names = ", ".join(f"CASE WHEN {condition} THEN {sql_string(quote(name))} END"
                       for condition, name in checks)
     return (f"concat({sql_string(_head(dataset))}, concat_ws({sql_string(_SEPARATOR)}, {names}), "
