@@ -361,12 +361,26 @@ def test_spark_s_other_errors_name_the_databricks_sql_statement(make_pipeline, t
     files = include_project(tmp_path / "project", """\
         CREATE OR REFRESH MATERIALIZED VIEW fine AS SELECT 1 AS id;
 
-        DROP TABLE IF EXISTS somewhere_else;
+        CREATE OR REFRESH MATERIALIZED VIEW broken AS SELECT 1 AS id GROUP BY;
         """)
     result = make_pipeline(files=files).run()
     assert not result.ok
     message = str(result.error)
-    assert "[SDPX-SQL-306]" in message and "pipeline.sql:3" in message, message
+    # Spark's parser refuses the translated text; the error names the Databricks file's line.
+    assert "[SDPX-SQL-302]" in message and "pipeline.sql:3:" in message, message
+    assert "Spark rejected the translated statement" in message, message
+
+
+def test_a_statement_that_is_not_a_pipeline_statement_stops_sql_include(make_pipeline, tmp_path):
+    files = include_project(tmp_path / "project", """\
+        CREATE OR REFRESH MATERIALIZED VIEW fine AS SELECT 1 AS id;
+
+        DROP TABLE IF EXISTS somewhere_else;
+        """)
+    result = make_pipeline(files=files).run()
+    assert not result.ok and result.events == []
+    message = str(result.error)
+    assert "[SDPX-SQL-308]" in message and "pipeline.sql:3:1" in message, message
 
 
 def test_definition_mistakes_stop_before_any_flow(make_pipeline, tmp_path):
