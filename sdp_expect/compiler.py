@@ -283,15 +283,6 @@ class RuleLogic:
         )
 
     # -- DataFrames (Python front end) -------------------------------------------------
-    def rule_check(self, query: DataFrame, expectation: Expectation) -> DataFrame:
-        """The query with one column: ``expectation``'s constraint alone, as written.
-
-        sdp-expect registers it as an unread temporary view per rule: SDP analyses it
-        (dry-run and run) but never executes it, and a constraint that Spark cannot
-        resolve fails exactly that view's flow, which names the rule.
-        """
-        return query.selectExpr(f"{_embedded(expectation.constraint)} AS _sdpx_check")
-
     def target(self, query: DataFrame) -> DataFrame:
         """The records written to the dataset: the kept ones; fail rules checked."""
         condition = self.target_condition()

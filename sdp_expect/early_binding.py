@@ -26,7 +26,7 @@ with SDPX-DEF-110 and names the rewrite instead of guessing one.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Iterator, Optional
 
 from sdp_expect.spark_version import Release, spark_has
 
@@ -36,7 +36,6 @@ __all__ = [
     "dataset_reads",
     "early_reads",
     "messages",
-    "sql_dataset_names",
     "table_name",
 ]
 
@@ -205,12 +204,10 @@ def _method_name(message: Any) -> str:
     }[kind]
 
 
-def early_reads(relation: Any, is_dataset: Callable[[str], bool] = lambda _: True,
-                spark_version: Optional[str] = None) -> list[EarlyRead]:
+def early_reads(relation: Any, spark_version: Optional[str] = None) -> list[EarlyRead]:
     """Each early-binding method in ``relation`` applied over a read of a table.
 
     :param relation: A Spark Connect ``Relation`` message (a query's unresolved plan).
-    :param is_dataset: Which table names to report (default: all).
     :param spark_version: The Spark that plans the flows (default: the installed pyspark).
     """
     found: list[EarlyRead] = []
@@ -229,7 +226,7 @@ def early_reads(relation: Any, is_dataset: Callable[[str], bool] = lambda _: Tru
         plan_id = message.common.plan_id if message.common.HasField("plan_id") else None
         for table in dataset_reads(node.input):
             key = (node.DESCRIPTOR.name, table, plan_id)
-            if is_dataset(table) and key not in seen:
+            if key not in seen:
                 seen.add(key)
                 found.append(EarlyRead(_method_name(node), table, plan_id, spec.rewrite))
     return found
@@ -245,45 +242,3 @@ def describe(read: EarlyRead, reader: str, where: Optional[str]) -> str:
             f"TABLE_OR_VIEW_NOT_FOUND)")
 
 
-
-_DATASET_KINDS = (("MATERIALIZED", "VIEW"), ("STREAMING", "TABLE"), ("TEMPORARY", "VIEW"),
-                  ("VIEW",), ("TABLE",), ("STREAMING", "LIVE", "TABLE"), ("LIVE", "TABLE"),
-                  ("TEMPORARY", "LIVE", "VIEW"), ("LIVE", "VIEW"))
-
-
-def sql_dataset_names(sql_text: str) -> list[str]:
-    """The datasets an open-source SDP SQL file defines (``CREATE ... <kind> name``).
-
-    A light scan of a user's file, for SDPX-DEF-110 only: a name it misses means a
-    read of that dataset is not checked, never that a correct query is refused.
-    """
-    from sdp_expect.sqltokens import TokenKind, tokenize
-
-    try:
-        tokens = [t for t in tokenize(sql_text) if t.kind is not TokenKind.COMMENT]
-    except ValueError:
-        return []
-    words = [t.value.upper() if t.kind is TokenKind.IDENT else None for t in tokens]
-    names: list[str] = []
-    for index, word in enumerate(words):
-        if word != "CREATE" or (index and tokens[index - 1].kind is not TokenKind.SEMICOLON):
-            continue
-        at = index + 1
-        if words[at:at + 2] == ["OR", "REFRESH"] or words[at:at + 2] == ["OR", "REPLACE"]:
-            at += 2
-        kind = next((k for k in _DATASET_KINDS if tuple(words[at:at + len(k)]) == k), None)
-        if kind is None:
-            continue
-        at += len(kind)
-        if words[at:at + 3] == ["IF", "NOT", "EXISTS"]:
-            at += 3
-        parts: list[str] = []
-        while at < len(tokens) and tokens[at].kind in (TokenKind.IDENT, TokenKind.QUOTED_IDENT):
-            parts.append(tokens[at].value)
-            if at + 1 < len(tokens) and tokens[at + 1].kind is TokenKind.DOT:
-                at += 2
-                continue
-            break
-        if parts:
-            names.append(table_name(parts[-1]))
-    return names

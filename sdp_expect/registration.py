@@ -44,7 +44,6 @@ from sdp_expect.early_binding import (
     describe,
     early_reads,
     messages,
-    sql_dataset_names,
     table_name,
 )
 from sdp_expect.errors import SdpExpectError
@@ -172,13 +171,18 @@ def _spec_sql_datasets() -> set[str]:
     spec = spec_in(Path.cwd())
     if spec is None:
         return set()
+    from sdp_expect.dbsql.parse import check  # the one SQL reader; collects, never raises
+    from sdp_expect.dbsql.statements import DatasetStatement
+
     names: set[str] = set()
     for file in library_files(spec, ".sql"):
         try:
             text = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        names.update(name.lower() for name in sql_dataset_names(text))
+        names.update(statement.name.parts[-1].lower()
+                     for statement in check(text, str(file)).statements
+                     if isinstance(statement, DatasetStatement))
     return names
 
 
