@@ -48,11 +48,13 @@ from sdp_expect.model import (
     make_expectation,
 )
 from sdp_expect.registration import (
+    check_view_name,
     evaluate_query,
     graph_state,
     is_streaming,
     located,
     note_datasets,
+    record_definition,
     registering,
 )
 from sdp_expect.spark_version import SCD_TYPE_2, spark_has
@@ -366,6 +368,7 @@ def _define_dataset(kind: Optional[DatasetKind], func: Any, options: Dict[str, A
             _declare_table_companions(logic, companions, options.get("format"))
             state.table_rules[name] = (logic, companions)
         _add_companion_flows(logic, companions, kind, query, name)
+        _add_rule_checks(logic, companions, query, name)
     state.flow_targets.add(name)
     note_datasets(name, *companions.names())
 
@@ -432,6 +435,35 @@ def _add_companion_flows(logic: RuleLogic, companions: CompanionPlan, kind: Data
             _sdp.append_flow(
                 target=companions.record_log, name=f"{flow_name}_to_dq_records", spark_conf=conf
             )(_returning(logic.record_log(query), logic.record_log))
+
+
+def _add_rule_checks(logic: RuleLogic, companions: CompanionPlan, query: DataFrame,
+                     flow_name: str) -> None:
+    """One unread temporary view per rule of one flow, and one for the query alone.
+
+    SDP analyses every flow in ``dry-run`` and ``run`` but executes no view that nothing
+    reads: a constraint Spark cannot resolve fails exactly its own view's flow, whose
+    name the definitions file maps to the dataset, the expectation and its
+    ``file:line`` (SDPX-DEF-111 in ``sdp-expect run``). The view of the query alone
+    tells a broken query (every view fails) from a broken constraint.
+    """
+    dataset = logic.rules.dataset
+    derived = [flow_name, *companions.names()]
+    if flow_name != dataset:
+        derived += [f"{flow_name}_to_quarantine", f"{flow_name}_to_dq_records"]
+    base = check_view_name(flow_name, 0)
+    _sdp.temporary_view(name=base)(_returning(query, logic.rule_check))
+    record_definition({"kind": "query", "view": base, "dataset": dataset, "flow": flow_name,
+                       "derived": derived})
+    for number, expectation in enumerate(logic.rules.expectations, start=1):
+        view = check_view_name(flow_name, number)
+        _sdp.temporary_view(name=view)(
+            _returning(logic.rule_check(query, expectation), logic.rule_check))
+        record_definition({"kind": "check", "view": view, "dataset": dataset,
+                           "flow": flow_name, "expectation": expectation.name,
+                           "constraint": expectation.constraint,
+                           "action": expectation.action.value, "location": expectation.origin,
+                           "query_view": base})
 
 
 def _active_spark() -> Any:
@@ -704,6 +736,7 @@ def append_flow(
                     _returning(logic.target(query), func))
                 _add_companion_flows(logic, companions, DatasetKind.STREAMING_TABLE, query,
                                      flow_name)
+                _add_rule_checks(logic, companions, query, flow_name)
         state.flow_targets.add(target)
 
     return outer

@@ -22,7 +22,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import json
 import os
+import re
 import sys
 import weakref
 from dataclasses import dataclass, field
@@ -49,16 +51,20 @@ from sdp_expect.early_binding import (
 )
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.options import PipelineOptions, read_options
+from sdp_expect.run_output import DEFINITIONS_VARIABLE
 from sdp_expect.spec import library_files, spec_in
 
 __all__ = [
+    "DEFINITIONS_VARIABLE",
     "GraphState",
+    "check_view_name",
     "check_reads",
     "evaluate_query",
     "graph_state",
     "is_streaming",
     "located",
     "note_datasets",
+    "record_definition",
     "real_registry",
     "registering",
 ]
@@ -372,6 +378,26 @@ def note_datasets(*names: str) -> None:
         for read, reader, location in state.early_reads:
             if read.table.lower() == key:
                 raise _early_error(read, reader, location or None)
+
+
+CHECK_VIEW_PREFIX = "_sdpx_check_"
+
+
+def check_view_name(flow: str, number: int) -> str:
+    """The temporary view that checks rule ``number`` (1-based; 0: the query alone) of ``flow``."""
+    return f"{CHECK_VIEW_PREFIX}{re.sub(r'[^0-9A-Za-z_]', '_', flow)}_{number}"
+
+
+def record_definition(entry: dict[str, Any]) -> None:
+    """Append one fact about the graph to the definitions file, when one is asked for."""
+    path = os.environ.get(DEFINITIONS_VARIABLE)
+    if not path:
+        return
+    try:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    except OSError:  # the file only improves the messages of sdp-expect run
+        pass
 
 
 def is_streaming(query: DataFrame) -> bool:

@@ -62,6 +62,7 @@ from sdp_expect.dq_summary import (
     violation_lines,
     write_text,
 )
+from sdp_expect.run_output import DEFINITIONS_VARIABLE, ChildOutput, RuleError
 
 __all__ = [
     "LOCAL_CONNECT_PORT",
@@ -408,6 +409,8 @@ class Outcome:
     returncode: int
     events: EventLog
     invocation: Invocation
+    rule_errors: list[RuleError] = field(default_factory=list)
+    """Constraints Spark could not analyse (SDPX-DEF-111), from the check views."""
 
 
 def _port_busy(port: int) -> bool:
@@ -436,7 +439,9 @@ def wait_for_port(port: int, wait: float, say: Callable[[str], None]) -> bool:
 
 
 def run_pipeline(invocation: Invocation, out: TextIO, *, color: bool,
-                 write: Callable[[TextIO, str], None], port_wait: float = 300.0) -> Outcome:
+                 write: Callable[[TextIO, str], None], port_wait: float = 300.0,
+                 verbose: bool = True, log: Optional[TextIO] = None,
+                 definitions: Optional[Path] = None) -> Outcome:
     """Run ``spark-pipelines`` and copy its output (stdout and stderr, in order) to ``out``.
 
     :param invocation: From :func:`build_command`.
@@ -444,6 +449,10 @@ def run_pipeline(invocation: Invocation, out: TextIO, *, color: bool,
     :param color: Colour failures, violations and the final state.
     :param write: Writes text to a stream (handles encodings).
     :param port_wait: Seconds to wait when another local Spark Connect server holds the port.
+    :param verbose: Copy every line; otherwise only what :class:`ChildOutput` shows.
+    :param log: Where every line goes too (the log file).
+    :param definitions: The definitions file the child writes (its variable is set
+        in ``invocation.env`` by :func:`build_command`'s caller).
     """
     attempts = 3
     for attempt in range(1, attempts + 1):
@@ -452,7 +461,8 @@ def run_pipeline(invocation: Invocation, out: TextIO, *, color: bool,
             write(sys.stderr, f"sdp-expect: port {LOCAL_CONNECT_PORT} is still in use; "
                               "stop the other Spark Connect server and run again\n")
             return Outcome(returncode=1, events=EventLog(), invocation=invocation)
-        outcome = _run_once(invocation, out, color=color, write=write)
+        outcome = _run_once(invocation, out, color=color, write=write, verbose=verbose,
+                            log=log, definitions=definitions)
         events = outcome.events
         # Another local server took the port between the check and the start: the
         # pipeline never ran, so running it again is safe.
@@ -466,8 +476,12 @@ def run_pipeline(invocation: Invocation, out: TextIO, *, color: bool,
 
 
 def _run_once(invocation: Invocation, out: TextIO, *, color: bool,
-              write: Callable[[TextIO, str], None]) -> Outcome:
+              write: Callable[[TextIO, str], None], verbose: bool = True,
+              log: Optional[TextIO] = None, definitions: Optional[Path] = None) -> Outcome:
     events = EventLog()
+    if definitions is not None and definitions.exists():
+        definitions.unlink()  # a new attempt defines the pipeline again
+    shown = ChildOutput(definitions)
     process = subprocess.Popen(invocation.command, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, env=invocation.env)
     assert process.stdout is not None
@@ -475,8 +489,15 @@ def _run_once(invocation: Invocation, out: TextIO, *, color: bool,
         for raw in iter(process.stdout.readline, b""):
             line = raw.decode("utf-8", "replace")
             events.feed(line)
-            write(out, highlight(line, color))
+            if log is not None:
+                log.write(line)
+            kept = shown.feed(line)
+            for text in [line] if verbose else kept:
+                write(out, highlight(text, color))
         returncode = process.wait()
+        for text in shown.finish():
+            if not verbose:
+                write(out, highlight(text, color))
     except KeyboardInterrupt:
         process.terminate()
         try:
@@ -486,7 +507,8 @@ def _run_once(invocation: Invocation, out: TextIO, *, color: bool,
         raise
     finally:
         process.stdout.close()
-    return Outcome(returncode=returncode, events=events, invocation=invocation)
+    return Outcome(returncode=returncode, events=events, invocation=invocation,
+                   rule_errors=shown.rule_errors)
 
 
 # --------------------------------------------------------------------------- the subcommands
@@ -555,6 +577,10 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, summary: bool) -> N
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                         help="colour failures and the summary: auto (default) when writing to "
                         "a terminal and NO_COLOR is not set")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show every line spark-pipelines prints (Spark's logs, warnings, "
+                        "plans, tracebacks); by default they go only to the log file "
+                        "(.sdp-expect/logs/ in the project folder)")
     parser.add_argument("--port-wait", type=float, default=300.0, metavar="SECONDS",
                         help="when another local Spark Connect server holds port 15002, wait "
                         "this long for it to finish (default: 300; 0: do not check)")
@@ -624,9 +650,19 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
                  if catalog == "hive" else f"catalog {catalog!r}")
         write_text(events_out, paint(f"sdp-expect {action}: {project.spec}; {where}\n",
                                      "dim", color))
-    outcome = run_pipeline(invocation, events_out, color=color, write=write_text,
-                           port_wait=args.port_wait)
+    log_path, definitions = _log_files(project, action)
+    invocation.env[DEFINITIONS_VARIABLE] = str(definitions)
+    verbose = bool(getattr(args, "verbose", False))
+    with open(log_path, "w", encoding="utf-8", errors="replace") as log:
+        outcome = run_pipeline(invocation, events_out, color=color, write=write_text,
+                               port_wait=args.port_wait, verbose=verbose, log=log,
+                               definitions=definitions)
+    if verbose and outcome.rule_errors:
+        write_text(events_out, "".join(paint(rule.error().render(), "bold red", color) + "\n"
+                                       for rule in outcome.rule_errors))
     status = exit_status(outcome)
+    if outcome.rule_errors:
+        status = status or EXIT_PROBLEMS
     report: Optional[QualityReport] = None
     started = bool(outcome.events.flows or outcome.events.violations)
     if not dry and not args.no_summary and started:
@@ -647,7 +683,9 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
                                     "exit_code": status,
                                     "status": outcome.events.run_state
                                     or ("COMPLETED" if outcome.returncode == 0 else "FAILED"),
-                                    "flows": dict(outcome.events.flows)}
+                                    "flows": dict(outcome.events.flows),
+                                    "log": str(log_path),
+                                    "rule_errors": [r.as_dict() for r in outcome.rule_errors]}
         if report is not None:
             document.update(report_dict(report))
         else:
@@ -662,5 +700,25 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
             lines.append(paint(violation.dataset, "bold", color))
             lines.extend(violation_lines(violation, color, "  "))
         write_text(sys.stdout, "\n".join(lines) + "\n")
+    write_text(sys.stdout, paint(f"full log: {_shown_path(log_path)}\n", "dim", color))
     write_text(sys.stdout, _final_line(action, outcome, status, color))
     return status
+
+
+LOG_FOLDER = Path(".sdp-expect") / "logs"
+"""Where ``run`` and ``dry-run`` keep the full output of each run, in the project folder."""
+
+
+def _log_files(project: Project, action: str) -> tuple[Path, Path]:
+    """The log file of this run and the definitions file its child writes."""
+    folder = project.folder / LOG_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return folder / f"{stamp}-{action}.log", folder / f"{stamp}-{action}.definitions.jsonl"
+
+
+def _shown_path(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
