@@ -50,6 +50,8 @@ __all__ = [
     "RuleLogic",
     "metrics_comment",
     "plan_companions",
+    "quarantine_flow_name",
+    "record_log_flow_name",
     "quarantine_comment",
     "record_log_comment",
     "sql_string",
@@ -77,6 +79,16 @@ class CompanionPlan:
     def names(self) -> tuple[str, ...]:
         """The names of the companion datasets there are."""
         return tuple(name for name in (self.quarantine, self.record_log, self.metrics) if name)
+
+
+def quarantine_flow_name(flow: str) -> str:
+    """The flow that feeds a streaming table's quarantine from the table's flow ``flow``."""
+    return f"{flow}_to_quarantine"
+
+
+def record_log_flow_name(flow: str) -> str:
+    """The flow that feeds a streaming table's record log from the table's flow ``flow``."""
+    return f"{flow}_to_dq_records"
 
 
 def plan_companions(
@@ -283,6 +295,22 @@ class RuleLogic:
         )
 
     # -- DataFrames (Python front end) -------------------------------------------------
+    def rule_check(self, query: DataFrame, expectation: Expectation) -> DataFrame:
+        """The query with one column: ``expectation``'s constraint alone, as written.
+
+        sdp-expect registers it as an unread temporary view per rule: SDP analyses it
+        (dry-run and run) but never executes it, and a constraint that Spark cannot
+        resolve fails exactly that view's flow, which names the rule.
+        """
+        return query.selectExpr(f"{_embedded(expectation.constraint)} AS _sdpx_check")
+
+    def rule_check_select(self, source: str, expectation: Optional[Expectation]) -> str:
+        """``SELECT`` of :meth:`rule_check` from the relation ``source`` (the query alone
+        when ``expectation`` is None)."""
+        if expectation is None:
+            return f"SELECT * FROM {source}"
+        return f"SELECT {_embedded(expectation.constraint)} AS _sdpx_check FROM {source}"
+
     def target(self, query: DataFrame) -> DataFrame:
         """The records written to the dataset: the kept ones; fail rules checked."""
         condition = self.target_condition()

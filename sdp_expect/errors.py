@@ -147,6 +147,13 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "docs/early-binding.md lists each method), or apply it where the data enters "
             "the pipeline, before the dataset is written",
         ),
+        ErrorSpec(
+            "SDPX-DEF-111",
+            "Spark cannot analyse an expectation's constraint (a misspelled column, an "
+            "unknown function, a type mismatch), reported by sdp-expect run and dry-run",
+            "correct the constraint as Spark's reason says (it names the column, function or "
+            "type, and suggests a name after 'Did you mean'), then run sdp-expect dry-run again",
+        ),
         # -- pipeline configuration --
         ErrorSpec(
             "SDPX-CFG-201",

@@ -37,7 +37,9 @@ from sdp_expect.compiler import (
     metrics_comment,
     plan_companions,
     quarantine_comment,
+    quarantine_flow_name,
     record_log_comment,
+    record_log_flow_name,
 )
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.model import (
@@ -53,7 +55,9 @@ from sdp_expect.registration import (
     is_streaming,
     located,
     note_datasets,
+    record_definition,
     registering,
+    rule_checks,
 )
 from sdp_expect.spark_version import SCD_TYPE_2, spark_has
 
@@ -366,6 +370,7 @@ def _define_dataset(kind: Optional[DatasetKind], func: Any, options: Dict[str, A
             _declare_table_companions(logic, companions, options.get("format"))
             state.table_rules[name] = (logic, companions)
         _add_companion_flows(logic, companions, kind, query, name)
+        _add_rule_checks(logic, companions, query, name)
     state.flow_targets.add(name)
     note_datasets(name, *companions.names())
 
@@ -426,12 +431,22 @@ def _add_companion_flows(logic: RuleLogic, companions: CompanionPlan, kind: Data
     if kind is DatasetKind.STREAMING_TABLE:
         if companions.quarantine:
             _sdp.append_flow(
-                target=companions.quarantine, name=f"{flow_name}_to_quarantine", spark_conf=conf
+                target=companions.quarantine, name=quarantine_flow_name(flow_name), spark_conf=conf
             )(_returning(logic.quarantine(query), logic.quarantine))
         if companions.record_log:
             _sdp.append_flow(
-                target=companions.record_log, name=f"{flow_name}_to_dq_records", spark_conf=conf
+                target=companions.record_log, name=record_log_flow_name(flow_name), spark_conf=conf
             )(_returning(logic.record_log(query), logic.record_log))
+
+
+def _add_rule_checks(logic: RuleLogic, companions: CompanionPlan, query: DataFrame,
+                     flow_name: str) -> None:
+    """The unread check views of one flow (:func:`sdp_expect.registration.rule_checks`)."""
+    for check in rule_checks(logic, companions, flow_name):
+        checked = query if check.expectation is None else logic.rule_check(query,
+                                                                           check.expectation)
+        _sdp.temporary_view(name=check.view)(_returning(checked, logic.rule_check))
+        record_definition(check.definition)
 
 
 def _active_spark() -> Any:
@@ -704,6 +719,7 @@ def append_flow(
                     _returning(logic.target(query), func))
                 _add_companion_flows(logic, companions, DatasetKind.STREAMING_TABLE, query,
                                      flow_name)
+                _add_rule_checks(logic, companions, query, flow_name)
         state.flow_targets.add(target)
 
     return outer

@@ -22,7 +22,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import json
 import os
+import re
 import sys
 import weakref
 from dataclasses import dataclass, field
@@ -39,6 +41,12 @@ from pyspark.pipelines.source_code_location import SourceCodeLocation
 from pyspark.sql import DataFrame, SparkSession
 
 import sdp_expect
+from sdp_expect.compiler import (
+    CompanionPlan,
+    RuleLogic,
+    quarantine_flow_name,
+    record_log_flow_name,
+)
 from sdp_expect.early_binding import (
     EarlyRead,
     describe,
@@ -47,19 +55,26 @@ from sdp_expect.early_binding import (
     table_name,
 )
 from sdp_expect.errors import SdpExpectError
+from sdp_expect.model import Expectation
 from sdp_expect.options import PipelineOptions, read_options
+from sdp_expect.run_output import DEFINITIONS_VARIABLE
 from sdp_expect.spec import library_files, spec_in
 
 __all__ = [
+    "DEFINITIONS_VARIABLE",
     "GraphState",
+    "RuleCheck",
+    "check_view_name",
     "check_reads",
     "evaluate_query",
     "graph_state",
     "is_streaming",
     "located",
     "note_datasets",
+    "record_definition",
     "real_registry",
     "registering",
+    "rule_checks",
 ]
 
 T = TypeVar("T")
@@ -376,6 +391,66 @@ def note_datasets(*names: str) -> None:
         for read, reader, location in state.early_reads:
             if read.table.lower() == key:
                 raise _early_error(read, reader, location or None)
+
+
+CHECK_VIEW_PREFIX = "_sdpx_check_"
+
+
+def check_view_name(flow: str, number: int) -> str:
+    """The temporary view that checks rule ``number`` (1-based; 0: the query alone) of ``flow``."""
+    return f"{CHECK_VIEW_PREFIX}{re.sub(r'[^0-9A-Za-z_]', '_', flow)}_{number}"
+
+
+@dataclass(frozen=True)
+class RuleCheck:
+    """One unread temporary view that checks a flow's query or one of its rules.
+
+    :param view: The view's name (:func:`check_view_name`).
+    :param expectation: The rule it checks; None: the query alone.
+    :param definition: What the definitions file records of it (JSON values).
+    """
+
+    view: str
+    expectation: Optional[Expectation]
+    definition: dict[str, Any]
+
+
+def rule_checks(logic: RuleLogic, companions: CompanionPlan, flow: str) -> list[RuleCheck]:
+    """The check views of one flow of a dataset with expectations: the query alone, then
+    one per rule, for the Python API and the SQL front end alike.
+
+    SDP analyses every flow in ``dry-run`` and ``run`` but executes no view that nothing
+    reads: a constraint Spark cannot resolve fails exactly its own view's flow, whose
+    name the definitions file maps to the dataset, the expectation and its ``file:line``
+    (SDPX-DEF-111 in ``sdp-expect run``). The view of the query alone tells a broken
+    query (every view fails) from a broken constraint. The definition of the query's
+    view lists the flows a broken constraint also fails (the dataset's, its companions').
+    """
+    dataset = logic.rules.dataset
+    derived = [flow, *companions.names(), quarantine_flow_name(flow), record_log_flow_name(flow)]
+    base = check_view_name(flow, 0)
+    checks = [RuleCheck(base, None, {"kind": "query", "view": base, "dataset": dataset,
+                                     "flow": flow, "derived": derived})]
+    for number, expectation in enumerate(logic.rules.expectations, start=1):
+        view = check_view_name(flow, number)
+        checks.append(RuleCheck(view, expectation, {
+            "kind": "check", "view": view, "dataset": dataset, "flow": flow,
+            "expectation": expectation.name, "constraint": expectation.constraint,
+            "action": expectation.action.value, "location": expectation.origin,
+            "query_view": base}))
+    return checks
+
+
+def record_definition(entry: dict[str, Any]) -> None:
+    """Append one fact about the graph to the definitions file, when one is asked for."""
+    path = os.environ.get(DEFINITIONS_VARIABLE)
+    if not path:
+        return
+    try:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    except OSError:  # the file only improves the messages of sdp-expect run
+        pass
 
 
 def is_streaming(query: DataFrame) -> bool:

@@ -35,15 +35,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import re
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, Sequence, TextIO
+from typing import IO, Any, Callable, Mapping, Optional, Sequence, TextIO
 
 from sdp_expect import violation as violations
 from sdp_expect.dq_summary import (
@@ -62,6 +64,7 @@ from sdp_expect.dq_summary import (
     violation_lines,
     write_text,
 )
+from sdp_expect.run_output import DEFINITIONS_VARIABLE, ChildOutput, RuleError
 
 __all__ = [
     "LOCAL_CONNECT_PORT",
@@ -357,8 +360,13 @@ class EventLog:
     """Every expectation violation reported, once each (Spark repeats the message in
     several events and in the final exception)."""
 
+    def feed_log(self, line: str) -> None:
+        """Note what one line of the JVM's log (``spark-pipelines``' stderr) says."""
+        if "Failed to bind" in line and f":{LOCAL_CONNECT_PORT}" in line:
+            self.port_taken = True
+
     def feed(self, line: str) -> None:
-        """Note what one output line says."""
+        """Note what one output line (an event, Python's output) says."""
         flow = _FLOW_EVENT.match(line)
         if flow is not None:
             name, state = flow.group("quoted") or flow.group("flow"), flow.group("state")
@@ -367,8 +375,7 @@ class EventLog:
             # was started again (a retry: QUEUED, STARTING, RUNNING...).
             if not (state == "COMPLETED" and self.flows.get(name) == "FAILED"):
                 self.flows[name] = state
-        if "Failed to bind" in line and f":{LOCAL_CONNECT_PORT}" in line:
-            self.port_taken = True
+        self.feed_log(line)
         run = _RUN_EVENT.match(line)
         if run is not None:
             self.run_state = run.group("state")
@@ -408,6 +415,8 @@ class Outcome:
     returncode: int
     events: EventLog
     invocation: Invocation
+    rule_errors: list[RuleError] = field(default_factory=list)
+    """Constraints Spark could not analyse (SDPX-DEF-111), from the check views."""
 
 
 def _port_busy(port: int) -> bool:
@@ -436,14 +445,20 @@ def wait_for_port(port: int, wait: float, say: Callable[[str], None]) -> bool:
 
 
 def run_pipeline(invocation: Invocation, out: TextIO, *, color: bool,
-                 write: Callable[[TextIO, str], None], port_wait: float = 300.0) -> Outcome:
-    """Run ``spark-pipelines`` and copy its output (stdout and stderr, in order) to ``out``.
+                 write: Callable[[TextIO, str], None], port_wait: float = 300.0,
+                 verbose: bool = True, log: Optional[TextIO] = None,
+                 definitions: Optional[Path] = None) -> Outcome:
+    """Run ``spark-pipelines``; copy its events (all its output with ``verbose``) to ``out``.
 
     :param invocation: From :func:`build_command`.
     :param out: Where the output goes, line by line as it comes.
     :param color: Colour failures, violations and the final state.
     :param write: Writes text to a stream (handles encodings).
     :param port_wait: Seconds to wait when another local Spark Connect server holds the port.
+    :param verbose: Copy every line; otherwise only what :class:`ChildOutput` shows.
+    :param log: Where every line goes too (the log file).
+    :param definitions: The definitions file the child writes (its variable is set
+        in ``invocation.env`` by :func:`build_command`'s caller).
     """
     attempts = 3
     for attempt in range(1, attempts + 1):
@@ -452,7 +467,8 @@ def run_pipeline(invocation: Invocation, out: TextIO, *, color: bool,
             write(sys.stderr, f"sdp-expect: port {LOCAL_CONNECT_PORT} is still in use; "
                               "stop the other Spark Connect server and run again\n")
             return Outcome(returncode=1, events=EventLog(), invocation=invocation)
-        outcome = _run_once(invocation, out, color=color, write=write)
+        outcome = _run_once(invocation, out, color=color, write=write, verbose=verbose,
+                            log=log, definitions=definitions)
         events = outcome.events
         # Another local server took the port between the check and the start: the
         # pipeline never ran, so running it again is safe.
@@ -465,18 +481,71 @@ def run_pipeline(invocation: Invocation, out: TextIO, *, color: bool,
     raise AssertionError("unreachable")
 
 
-def _run_once(invocation: Invocation, out: TextIO, *, color: bool,
-              write: Callable[[TextIO, str], None]) -> Outcome:
-    events = EventLog()
-    process = subprocess.Popen(invocation.command, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, env=invocation.env)
-    assert process.stdout is not None
+STARTUP_LINES = 20
+"""How many of the JVM's last log lines a failed run shows when no pipeline event came."""
+
+
+def _read_lines(stream: IO[bytes], name: str, lines: queue.Queue[tuple[str, Optional[str]]]
+                ) -> None:
+    """Put each line of ``stream`` on ``lines`` as (name, line); (name, None) at its end."""
     try:
-        for raw in iter(process.stdout.readline, b""):
-            line = raw.decode("utf-8", "replace")
+        for raw in iter(stream.readline, b""):
+            lines.put((name, raw.decode("utf-8", "replace")))
+    finally:
+        lines.put((name, None))
+
+
+def _run_once(invocation: Invocation, out: TextIO, *, color: bool,
+              write: Callable[[TextIO, str], None], verbose: bool = True,
+              log: Optional[TextIO] = None, definitions: Optional[Path] = None) -> Outcome:
+    """One ``spark-pipelines`` run, its two output streams read apart.
+
+    ``spark-pipelines`` writes the pipeline's events (and Python's own output) on
+    stdout and the JVM's log on stderr. Read through one pipe, a log line can land
+    inside an event line (each process writes in chunks), and the event is lost;
+    read apart, every event line stays whole. The events come from stdout alone; the
+    JVM's log goes to the log file (and to ``out`` with ``verbose``).
+    """
+    events = EventLog()
+    if definitions is not None and definitions.exists():
+        definitions.unlink()  # a new attempt defines the pipeline again
+    shown = ChildOutput(definitions)
+    process = subprocess.Popen(invocation.command, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=invocation.env)
+    assert process.stdout is not None and process.stderr is not None
+    lines: queue.Queue[tuple[str, Optional[str]]] = queue.Queue()
+    readers = [threading.Thread(target=_read_lines, args=(stream, name, lines), daemon=True)
+               for stream, name in ((process.stdout, "out"), (process.stderr, "log"))]
+    for reader in readers:
+        reader.start()
+    jvm_tail: list[str] = []
+    try:
+        open_streams = len(readers)
+        while open_streams:
+            name, line = lines.get()
+            if line is None:
+                open_streams -= 1
+                continue
+            if log is not None:
+                log.write(line)
+            if name == "log":
+                events.feed_log(line)
+                jvm_tail = [*jvm_tail[-(STARTUP_LINES - 1):], line]
+                if verbose:
+                    write(out, line)
+                continue
             events.feed(line)
-            write(out, highlight(line, color))
+            kept = shown.feed(line)
+            for text in [line] if verbose else kept:
+                write(out, highlight(text, color))
         returncode = process.wait()
+        for text in shown.finish():
+            if not verbose:
+                write(out, highlight(text, color))
+        if returncode != 0 and not verbose and events.run_state is None \
+                and not events.flows:  # it stopped before the pipeline started: say why
+            for text in jvm_tail:
+                write(out, text)
     except KeyboardInterrupt:
         process.terminate()
         try:
@@ -485,8 +554,12 @@ def _run_once(invocation: Invocation, out: TextIO, *, color: bool,
             process.kill()
         raise
     finally:
+        for reader in readers:
+            reader.join(5)
         process.stdout.close()
-    return Outcome(returncode=returncode, events=events, invocation=invocation)
+        process.stderr.close()
+    return Outcome(returncode=returncode, events=events, invocation=invocation,
+                   rule_errors=shown.rule_errors)
 
 
 # --------------------------------------------------------------------------- the subcommands
@@ -555,6 +628,10 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, summary: bool) -> N
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                         help="colour failures and the summary: auto (default) when writing to "
                         "a terminal and NO_COLOR is not set")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show every line spark-pipelines prints (Spark's logs, warnings, "
+                        "plans, tracebacks); by default they go only to the log file "
+                        "(.sdp-expect/logs/ in the project folder)")
     parser.add_argument("--port-wait", type=float, default=300.0, metavar="SECONDS",
                         help="when another local Spark Connect server holds port 15002, wait "
                         "this long for it to finish (default: 300; 0: do not check)")
@@ -624,9 +701,19 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
                  if catalog == "hive" else f"catalog {catalog!r}")
         write_text(events_out, paint(f"sdp-expect {action}: {project.spec}; {where}\n",
                                      "dim", color))
-    outcome = run_pipeline(invocation, events_out, color=color, write=write_text,
-                           port_wait=args.port_wait)
+    log_path, definitions = _log_files(project, action)
+    invocation.env[DEFINITIONS_VARIABLE] = str(definitions)
+    verbose = bool(getattr(args, "verbose", False))
+    with open(log_path, "w", encoding="utf-8", errors="replace") as log:
+        outcome = run_pipeline(invocation, events_out, color=color, write=write_text,
+                               port_wait=args.port_wait, verbose=verbose, log=log,
+                               definitions=definitions)
+    if verbose and outcome.rule_errors:
+        write_text(events_out, "".join(paint(rule.error().render(), "bold red", color) + "\n"
+                                       for rule in outcome.rule_errors))
     status = exit_status(outcome)
+    if outcome.rule_errors:
+        status = status or EXIT_PROBLEMS
     report: Optional[QualityReport] = None
     started = bool(outcome.events.flows or outcome.events.violations)
     if not dry and not args.no_summary and started:
@@ -647,7 +734,9 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
                                     "exit_code": status,
                                     "status": outcome.events.run_state
                                     or ("COMPLETED" if outcome.returncode == 0 else "FAILED"),
-                                    "flows": dict(outcome.events.flows)}
+                                    "flows": dict(outcome.events.flows),
+                                    "log": str(log_path),
+                                    "rule_errors": [r.as_dict() for r in outcome.rule_errors]}
         if report is not None:
             document.update(report_dict(report))
         else:
@@ -662,5 +751,35 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
             lines.append(paint(violation.dataset, "bold", color))
             lines.extend(violation_lines(violation, color, "  "))
         write_text(sys.stdout, "\n".join(lines) + "\n")
+    write_text(sys.stdout, paint(f"full log: {_shown_path(log_path)}\n", "dim", color))
     write_text(sys.stdout, _final_line(action, outcome, status, color))
     return status
+
+
+LOG_FOLDER = Path(".sdp-expect") / "logs"
+"""Where ``run`` and ``dry-run`` keep the full output of each run, in the project folder."""
+LOGS_KEPT = 20
+"""How many runs' logs are kept (the oldest are removed as new runs start)."""
+
+
+def _log_files(project: Project, action: str) -> tuple[Path, Path]:
+    """The log file of this run and the definitions file its child writes.
+
+    Named by time and process (two runs never share a file); only the newest
+    :data:`LOGS_KEPT` runs' files are kept.
+    """
+    folder = project.folder / LOG_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    logs = sorted(folder.glob("*.log"))
+    for old in logs[:max(0, len(logs) - (LOGS_KEPT - 1))]:
+        for path in (old, old.with_suffix(".definitions.jsonl")):
+            path.unlink(missing_ok=True)
+    stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{action}"
+    return folder / f"{stamp}.log", folder / f"{stamp}.definitions.jsonl"
+
+
+def _shown_path(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

@@ -66,7 +66,7 @@ def include(pattern: str) -> list[Translation]:
     base_dir = os.path.dirname(os.path.abspath(caller.filename))
     files = _matching_files(pattern, base_dir, f"{caller.filename}:{caller.line_number}")
     registry = real_registry()
-    translator = Translator(graph_state(), _pipeline_retry_attempts(registry))
+    translator = Translator(graph_state(), _pipeline_retry_attempts(registry), check_views=True)
     registered: list[Translation] = []
     for path in files:
         shown = _shown(path)

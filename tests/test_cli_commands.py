@@ -1,7 +1,7 @@
 """The ``sdp-expect`` run, dry-run and report commands without Spark.
 
 ``run`` and ``dry-run`` are driven against a stand-in ``spark-pipelines``
-(``$SDP_EXPECT_SPARK_PIPELINES``) that prints what it was given and replays
+(``$SDP_EXPECT_SPARK_PIPELINES``) that writes what it was given to a file and replays
 event lines, so option passing, defaults, streaming, colours and exit codes
 are checked in milliseconds. The summary and the HTML page are built from
 table readings written here. The true runs are in test_cli_run_report.py.
@@ -43,16 +43,18 @@ EVENTS = """\
 2026-01-01 10:00:00: Flow spark_catalog.default.raw is QUEUED.
 2026-01-01 10:00:01: Flow spark_catalog.default.checked is RUNNING.
 2026-01-01 10:00:02: Flow spark_catalog.default.checked has FAILED.
-{violation}
+Error: {violation}
+  (the rest of Spark's message: plans, stack traces)
 2026-01-01 10:00:03: Flow spark_catalog.default.after is SKIPPED.
 2026-01-01 10:00:04: Run is FAILED.
 """
 
 FAKE = """\
 import json, os, sys
-print("FAKE-ARGS " + json.dumps({"argv": sys.argv[1:],
-      "opts": os.environ.get("SPARK_SUBMIT_OPTS"), "pythonpath": os.environ.get("PYTHONPATH"),
-      "connect": os.environ.get("SPARK_CONNECT_MODE_ENABLED")}), flush=True)
+with open(os.environ["FAKE_ARGS"], "w") as handle:
+    json.dump({"argv": sys.argv[1:], "opts": os.environ.get("SPARK_SUBMIT_OPTS"),
+               "pythonpath": os.environ.get("PYTHONPATH"),
+               "connect": os.environ.get("SPARK_CONNECT_MODE_ENABLED")}, handle)
 lines = os.environ.get("FAKE_LINES")
 if lines:
     with open(lines) as handle:
@@ -79,12 +81,14 @@ def fake_env(tmp_path: Path) -> dict[str, str]:
     wrapper = tmp_path / "spark-pipelines"
     wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
     wrapper.chmod(0o755)
-    return user_env(SDP_EXPECT_SPARK_PIPELINES=str(wrapper), SPARK_CONNECT_MODE_ENABLED="1")
+    return user_env(SDP_EXPECT_SPARK_PIPELINES=str(wrapper), SPARK_CONNECT_MODE_ENABLED="1",
+                    FAKE_ARGS=str(tmp_path / "fake-args.json"))
 
 
-def fake_args(output: str) -> dict[str, Any]:
-    line = next(line for line in output.splitlines() if line.startswith("FAKE-ARGS "))
-    found: dict[str, Any] = json.loads(line[len("FAKE-ARGS "):])
+def fake_args(env: dict[str, str]) -> dict[str, Any]:
+    """What the stand-in spark-pipelines was given (arguments and environment)."""
+    with open(env["FAKE_ARGS"], encoding="utf-8") as handle:
+        found: dict[str, Any] = json.load(handle)
     return found
 
 
@@ -101,7 +105,7 @@ def test_dry_run_passes_options_on_and_adds_defaults_the_user_did_not_set(
                         "--full-refresh-all", "--conf=a.b=c", "-c", "x.y=z", "--spec",
                         str(project), cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
-    args = fake_args(result.stdout)
+    args = fake_args(env)
     spec = str((project / "spark-pipeline.yml").resolve())
     assert args["argv"] == ["dry-run", "--spec", spec, "--conf", "spark.sql.warehouse.dir=/wh",
                             "--full-refresh-all", "--conf=a.b=c", "-c", "x.y=z"]
@@ -127,7 +131,7 @@ def test_run_with_remote_adds_no_local_catalog(project: Path, fake_env: dict[str
     result = sdp_expect("run", "--no-summary", "--remote", "sc://localhost:1", cwd=project,
                         env=fake_env)
     assert result.returncode == 0, result.stdout + result.stderr
-    args = fake_args(result.stdout)
+    args = fake_args(fake_env)
     assert args["argv"][-2:] == ["--remote", "sc://localhost:1"]
     assert not args["opts"]
 
@@ -138,7 +142,8 @@ def test_violation_is_shown_with_its_record_and_exit_status_1(
     result = sdp_expect("run", "--port-wait", "0", "--no-summary", cwd=project, env=env)
     assert result.returncode == 1
     out = result.stdout
-    assert VIOLATION_LINE in out  # streamed as it came
+    assert "Error: " + VIOLATION_LINE in out  # streamed as it came
+    assert "the rest of Spark's message" not in out  # that is in the log file only
     summary = out[out.index("== Expectation violations"):]
     assert "FAILED: expectations 'amount_not_negative', 'small' violated by the record" in summary
     assert '{"id":2,"note":"it\'s. odd","amount":-3}' in summary
@@ -148,7 +153,7 @@ def test_violation_is_shown_with_its_record_and_exit_status_1(
 
     colored = sdp_expect("run", "--port-wait", "0", "--no-summary", "--color", "always",
                          cwd=project, env=env)
-    assert "\x1b[1;31m" + VIOLATION_LINE + "\x1b[0m" in colored.stdout
+    assert "\x1b[1;31mError: " + VIOLATION_LINE + "\x1b[0m" in colored.stdout
     assert "\x1b[31m2026-01-01 10:00:02: Flow spark_catalog.default.checked has FAILED.\x1b[0m" \
         in colored.stdout
 

@@ -80,6 +80,27 @@ def test_dry_run_streams_the_events_and_keeps_the_catalog_in_the_project(
     assert not (elsewhere / "metastore_db").exists()
 
 
+NOISE = ("UserWarning", "CANNOT_MODIFY_STATIC_CONFIG", "Ignoring non-Spark config property",
+         "ErrorUtils", "INVALID_HANDLE", "Traceback", " WARN ", " INFO ")
+"""What a successful run printed before issue 12: warnings and traces a newcomer reads as
+failures. They go to the log file only (shown with --verbose)."""
+
+
+def test_a_successful_run_shows_events_and_summary_only(dry_run: Any, example_run: Any,
+                                                        example: Path) -> None:
+    for done in (dry_run, example_run):
+        assert done.returncode == 0, done.stdout + done.stderr
+        events = done.stdout if done is dry_run else done.stderr
+        for noise in NOISE:
+            assert noise not in done.stdout + done.stderr, (noise, done.stdout + done.stderr)
+        assert "Run is COMPLETED" in events
+    assert "Flow spark_catalog.default.orders_silver has COMPLETED" in example_run.stderr
+    document = json.loads(example_run.stdout)
+    log = Path(document["log"]).read_text(encoding="utf-8")
+    assert "Run is COMPLETED" in log and " WARN " in log  # everything is in the log file
+    assert Path(document["log"]).parent == example / ".sdp-expect" / "logs"
+
+
 def test_run_summary_equals_the_metrics_tables(example_run: Any, example: Path,
                                                elsewhere: Path,
                                                tables: dict[str, list[dict[str, Any]]]) -> None:

@@ -38,7 +38,9 @@ from sdp_expect.compiler import (
     metrics_comment,
     plan_companions,
     quarantine_comment,
+    quarantine_flow_name,
     record_log_comment,
+    record_log_flow_name,
     sql_string,
 )
 from sdp_expect.dbsql.statements import (
@@ -62,7 +64,7 @@ from sdp_expect.options import (
     PipelineOptions,
     read_options,
 )
-from sdp_expect.registration import GraphState
+from sdp_expect.registration import GraphState, record_definition, rule_checks
 
 __all__ = ["DEFAULT_RETRY_ATTEMPTS", "RETRY_KEY", "RenderedStatement", "Translation",
            "Translator", "options_conf"]
@@ -292,12 +294,17 @@ class Translator:
         or a fresh :class:`~sdp_expect.registration.GraphState` without Spark).
     :param retry_attempts: The value of ``spark.sql.pipelines.maxFlowRetryAttempts``
         in effect for the pipeline; restored after each dataset with fail rules.
+    :param check_views: Add each checked flow's unread check views and record them
+        (:func:`sdp_expect.registration.rule_checks`): when the translation is
+        registered with a pipeline, not when it is shown.
     """
 
     def __init__(self, state: GraphState,
-                 retry_attempts: str = DEFAULT_RETRY_ATTEMPTS) -> None:
+                 retry_attempts: str = DEFAULT_RETRY_ATTEMPTS, *,
+                 check_views: bool = False) -> None:
         self.state = state
         self.retry_attempts = retry_attempts
+        self.check_views = check_views
 
     def translate(self, statements: list[Statement], file: str) -> Translation:
         """The open-source SQL of one file's statements.
@@ -425,7 +432,28 @@ class Translator:
         self._checked(logic, checked, statement.position, scope, out)
         for text in after:
             out.statement(text, statement.position)
+        self._rule_checks(logic, companions, name.dataset, query, statement.position, out)
         self.state.flow_targets.add(name.dataset)
+
+    def _rule_checks(self, logic: RuleLogic, companions: CompanionPlan, flow: str,
+                     query: SqlText, origin: Position, out: _Writer) -> None:
+        """The flow's unread check views, when the translation is registered.
+
+        :param logic: The dataset's expectations' logic.
+        :param companions: The dataset's companion datasets.
+        :param flow: The flow's name.
+        :param query: The flow's query.
+        :param origin: The Databricks SQL statement they come from.
+        :param out: Where the translation goes.
+        """
+        if not self.check_views:
+            return
+        source = _source(query)
+        for check in rule_checks(logic, companions, flow):
+            out.statement(f"CREATE TEMPORARY VIEW {check.view}\n"
+                          f"AS {logic.rule_check_select(source, check.expectation)}",
+                          origin, query)
+            record_definition(check.definition)
 
     def _companions(self, statement: DatasetStatement, options: PipelineOptions) -> CompanionPlan:
         """The compiler's companion plan, SDPX-DEF-106 worded for SQL.
@@ -494,6 +522,8 @@ class Translator:
                 (f"{head}\n{logic.target_select(source)}", query)]
             checked.extend(_companion_flows(statement.name, target, logic, companions, query))
             self._checked(logic, checked, statement.position, scope, out)
+            self._rule_checks(logic, companions, statement.name.dataset, query,
+                              statement.position, out)
         self.state.flow_targets.add(target.dataset)
 
     # -- no retries for fail rules --------------------------------------------------------
@@ -613,12 +643,12 @@ def _companion_flows(flow: Name, table: Name, logic: RuleLogic, companions: Comp
     out: list[tuple[str, Optional[SqlText]]] = []
     if companions.quarantine:
         out.append((
-            f"CREATE FLOW {flow.sibling(f'{flow.dataset}_to_quarantine')}\n"
+            f"CREATE FLOW {flow.sibling(quarantine_flow_name(flow.dataset))}\n"
             f"AS INSERT INTO {table.sibling(companions.quarantine)} BY NAME\n"
             f"{logic.quarantine_select(source)}", query))
     if companions.record_log:
         out.append((
-            f"CREATE FLOW {flow.sibling(f'{flow.dataset}_to_dq_records')}\n"
+            f"CREATE FLOW {flow.sibling(record_log_flow_name(flow.dataset))}\n"
             f"AS INSERT INTO {table.sibling(companions.record_log)} BY NAME\n"
             f"{logic.record_log_select(source)}", query))
     return out
