@@ -82,7 +82,8 @@ def dry_run(dst: Path, line_maps: dict[str, list[tuple[str, int]]], *,
     for key in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE"):
         env.pop(key, None)
     dst = dst.resolve()
-    command = [*_command(), "dry-run", "--spec", str(dst), "--color", "never"]
+    # --verbose: the traceback frames (which locate an error in DST) are in the output
+    command = [*_command(), "dry-run", "--spec", str(dst), "--color", "never", "--verbose"]
     if port_wait is not None:
         command += ["--port-wait", str(int(port_wait))]
     try:
