@@ -336,13 +336,18 @@ def test_generated_flows_hold_no_python_code(make_pipeline: Any, monkeypatch: py
     relations = registered_relations(make_pipeline, monkeypatch,
                                      files=copy / "transformations",
                                      conf=spec.get("configuration") or {})
+    # the unread check views (one per rule and one of the query: SDPX-DEF-111) are
+    # checked for Python code like every other flow
+    checks = {name for name in relations if name.startswith("_sdpx_check_")}
     if project == EXAMPLE:
         target = "orders_silver"
-        assert set(relations) == EXAMPLE_TABLES
+        assert set(relations) - checks == EXAMPLE_TABLES
+        assert "_sdpx_check_orders_silver_0" in checks
     else:
         target = "orders"
-        assert set(relations) == {"orders", "orders_to_quarantine", "orders_to_dq_records",
-                                  "orders_dq_metrics"}
+        assert set(relations) - checks == {"orders", "orders_to_quarantine",
+                                           "orders_to_dq_records", "orders_dq_metrics"}
+        assert "_sdpx_check_orders_0" in checks
     assert {name: python_nodes(text) for name, text in relations.items()} == {
         name: [] for name in relations}
     # The rules travel as Spark SQL text (expression_string), evaluated by the JVM.
