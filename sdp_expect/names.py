@@ -1,13 +1,17 @@
-"""Names and comments of the companion datasets and their columns.
+"""Names and comments of the companion datasets and their columns, and the
+environment variable through which ``sdp-expect run`` and its pipeline share
+the definitions file.
 
 Kept apart from the compiler, without Spark imports, so that commands that only
 read the companion tables (``sdp-expect report``) or only check files
-(``sdp-expect validate``) need not import pyspark to know them.
+(``sdp-expect validate``) need not import pyspark to know them, and the
+command need not import the library's registration to read what it wrote.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "DEFINITIONS_VARIABLE",
     "DROPPED_FLAG_COLUMN",
     "FAILED_EXPECTATIONS_COLUMN",
     "METRICS_COLUMNS",
@@ -15,6 +19,14 @@ __all__ = [
     "quarantine_comment",
     "record_log_comment",
 ]
+
+DEFINITIONS_VARIABLE = "SDP_EXPECT_DEFINITIONS"
+"""The environment variable naming the file where definitions are recorded (JSON lines).
+
+``sdp-expect run`` and ``dry-run`` set it for their ``spark-pipelines`` child and read
+the file back: which check view stands for which expectation (written by
+:mod:`sdp_expect.registration`). Values, never text that was printed.
+"""
 
 FAILED_EXPECTATIONS_COLUMN = "_failed_expectations"
 """The quarantine's extra column: names of all warn and drop rules a record violated."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from sdp_expect.errors import SdpExpectError
+from sdp_expect.project import read_bool
 
 __all__ = ["KEY_METRICS", "KEY_NULL_RESULT", "KEY_QUARANTINE", "PipelineOptions", "read_options"]
 
@@ -42,11 +43,9 @@ class PipelineOptions:
 
 
 def _parse_bool(key: str, raw: str) -> bool:
-    value = raw.strip().lower()
-    if value in ("true", "1", "yes", "on"):
-        return True
-    if value in ("false", "0", "no", "off"):
-        return False
+    value = read_bool(raw)
+    if value is not None:
+        return value
     raise SdpExpectError("SDPX-CFG-201", f"{key} = {raw!r} is not 'true' or 'false'")
 
 

@@ -56,9 +56,9 @@ from sdp_expect.early_binding import (
 )
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.model import Expectation
+from sdp_expect.names import DEFINITIONS_VARIABLE
 from sdp_expect.options import PipelineOptions, read_options
-from sdp_expect.run_output import DEFINITIONS_VARIABLE
-from sdp_expect.spec import library_files, spec_in
+from sdp_expect.project import library_files, spec_in
 
 __all__ = [
     "DEFINITIONS_VARIABLE",

@@ -38,7 +38,12 @@ from typing import Optional
 from sdp_expect.dbsql.parse import Findings, RuleFileUse, check, read_file
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.rules import RuleFileCheck, RuleFileError
-from sdp_expect.validate import FileResult, ReferencedFile, ValidationIssue, rule_file_result
+from sdp_expect.validate_results import (
+    FileResult,
+    ReferencedFile,
+    ValidationIssue,
+    rule_file_result,
+)
 
 __all__ = ["check_sql_file", "read_sql_file"]
 
@@ -69,7 +74,7 @@ def check_sql_file(path: str) -> FileResult:
     :param path: The file, relative to the current directory or absolute; errors
         name it as given.
     :returns: ``rules`` is the number of ``CONSTRAINT`` clauses read, valid or
-        not; each rule file named is a :class:`~sdp_expect.validate.ReferencedFile`.
+        not; each rule file named is a :class:`~sdp_expect.validate_results.ReferencedFile`.
     """
     findings = read_sql_file(path)
     references = tuple(

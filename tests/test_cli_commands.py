@@ -20,19 +20,14 @@ import pytest
 from cli_helpers import sdp_expect, user_env
 
 from sdp_expect import cli
-from sdp_expect.dq_summary import (
-    FAILED,
-    LAST_SUCCESS,
-    NO_SUCCESS,
-    UPDATED,
-    TableReading,
-    Violation,
-    build_report,
-    to_json,
-    to_text,
-)
-from sdp_expect.html_report import render_html
-from sdp_expect.run_command import EventLog, Project, build_command, find_spec
+from sdp_expect.cli.spark_pipelines import EventLog, build_command
+from sdp_expect.project import Project, find_spec
+from sdp_expect.report.as_json import to_json
+from sdp_expect.report.build import build_report
+from sdp_expect.report.html import render_html
+from sdp_expect.report.model import FAILED, LAST_SUCCESS, NO_SUCCESS, UPDATED, TableReading
+from sdp_expect.report.text import to_text
+from sdp_expect.violation import Violation
 
 VIOLATION_LINE = (
     "pyspark.errors.exceptions.connect.SparkRuntimeException: [USER_RAISED_EXCEPTION] "

@@ -15,13 +15,13 @@ import pytest
 from cli_helpers import sdp_expect, user_env, write_project
 
 from sdp_expect import pipelines as dp
-from sdp_expect.run_output import (
-    DEFINITIONS_VARIABLE,
+from sdp_expect.cli.run_output import (
     POSITION,
     RESOLUTION_FAILURE,
     ChildOutput,
     spark_reason,
 )
+from sdp_expect.names import DEFINITIONS_VARIABLE
 
 CASES = {
     # kind: (constraint, what Spark's reason must contain)

@@ -30,19 +30,13 @@ import pyspark
 import pytest
 from cli_helpers import REPO, sdp_expect, user_env
 
-from sdp_expect.dq_summary import (
-    FAILED,
-    LAST_SUCCESS,
-    NO_SUCCESS,
-    TableReading,
-    build_report,
-    load_history,
-    report_dict,
-    save_history,
-    to_text,
-)
-from sdp_expect.html_report import render_html
-from sdp_expect.run_command import EventLog
+from sdp_expect.cli.spark_pipelines import EventLog
+from sdp_expect.report.as_json import report_dict
+from sdp_expect.report.build import build_report
+from sdp_expect.report.html import render_html
+from sdp_expect.report.model import FAILED, LAST_SUCCESS, NO_SUCCESS, TableReading
+from sdp_expect.report.reader import load_history, save_history
+from sdp_expect.report.text import to_text
 from sdp_expect.violation import TAG, Violation, find_all
 
 FIXTURES = REPO / "tests" / "fixtures" / "spark_output"

@@ -22,12 +22,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from sdp_expect.migrate.edits import TextEdits
 from sdp_expect.migrate.sources import (
     SCHEMA_INFERENCE,
     DataRoots,
     root_of,
     translate_options,
 )
+from sdp_expect.project import setting_text
 
 __all__ = ["DELTA_FIX", "ProjectFacts", "PythonRewriter", "dataset_names"]
 
@@ -122,8 +124,7 @@ def _bare(name: str) -> str:
 
 def _constant(node: Optional[ast.AST]) -> Optional[str]:
     if isinstance(node, ast.Constant) and isinstance(node.value, (str, bool, int, float)):
-        value = node.value
-        return str(value).lower() if isinstance(value, bool) else str(value)
+        return setting_text(node.value)
     return None
 
 
@@ -131,7 +132,7 @@ class PythonRewriter:
     """The rewrites of one Python pipeline file.
 
     :param tree: The parsed file.
-    :param edits: The caller's text edits (``_Edits``).
+    :param edits: The caller's text edits.
     :param file: The file's relative path.
     :param modules: Local names bound to ``dlt`` / ``pipelines``.
     :param facts: What the whole project shares.
@@ -139,7 +140,7 @@ class PythonRewriter:
     :param unconverted: Reports something left for the user at a node.
     """
 
-    def __init__(self, tree: ast.Module, edits: object, file: str, modules: dict[str, str],
+    def __init__(self, tree: ast.Module, edits: TextEdits, file: str, modules: dict[str, str],
                  facts: ProjectFacts, changed: Callable[[ast.AST, str], None],
                  unconverted: Callable[[ast.AST, str], None],
                  note: Callable[[ast.AST, str], None]) -> None:
@@ -172,11 +173,11 @@ class PythonRewriter:
         return 0
 
     def _replace(self, node: ast.AST, new: str) -> None:
-        start, end = self.edits.span(node)  # type: ignore[attr-defined]
-        self.edits.replace(start, end, new)  # type: ignore[attr-defined]
+        start, end = self.edits.span(node)
+        self.edits.replace(start, end, new)
 
     def _source(self, node: ast.AST) -> str:
-        return str(self.edits.source(node))  # type: ignore[attr-defined]
+        return self.edits.source(node)
 
     def run(self) -> None:
         """Make every rewrite and report."""
@@ -270,16 +271,16 @@ class PythonRewriter:
             assert isinstance(attribute, ast.Attribute)
             if _constant(call.args[0]) in translation.verbatim:
                 continue  # a plain reader option: stays as written
-            value_end = self.edits.span(attribute.value)[1]  # type: ignore[attr-defined]
-            call_end = self.edits.span(call)[1]  # type: ignore[attr-defined]
+            value_end = self.edits.span(attribute.value)[1]
+            call_end = self.edits.span(call)[1]
             self.removed.append((value_end, call_end))
-            self.edits.replace(value_end, call_end, "")  # type: ignore[attr-defined]
+            self.edits.replace(value_end, call_end, "")
         added = "".join(f".option({json.dumps(k)}, {json.dumps(v)})"
                         for k, v in translation.options if k not in translation.verbatim)
         self._replace(format_call.args[0], json.dumps(translation.format))
         if added:
-            end = self.edits.span(format_call)[1]  # type: ignore[attr-defined]
-            self.edits.replace(end, end, added)  # type: ignore[attr-defined]
+            end = self.edits.span(format_call)[1]
+            self.edits.replace(end, end, added)
         if not has_schema:
             self.facts.configuration[SCHEMA_INFERENCE] = "true"
         details = [f"{o.name}: {o.outcome} ({o.why})" for o in translation.outcomes
@@ -301,7 +302,7 @@ class PythonRewriter:
 
     # ------------------------------------------------------------------ paths
     def _inside_removed(self, node: ast.AST) -> bool:
-        start, end = self.edits.span(node)  # type: ignore[attr-defined]
+        start, end = self.edits.span(node)
         return any(a <= start and end <= b for a, b in self.removed)
 
     def _paths(self) -> None:
@@ -411,9 +412,9 @@ class PythonRewriter:
                 or (isinstance(parent, ast.Call) and parent.func is node) \
                 or not self._is_frame(node.value, frames):
             return
-        value_end = self.edits.span(node.value)[1]  # type: ignore[attr-defined]
-        end = self.edits.span(node)[1]  # type: ignore[attr-defined]
-        self.edits.replace(value_end, end, f"[{json.dumps(node.attr)}]")  # type: ignore[attr-defined]
+        value_end = self.edits.span(node.value)[1]
+        end = self.edits.span(node)[1]
+        self.edits.replace(value_end, end, f"[{json.dumps(node.attr)}]")
         shown = _one(self._source(node.value))
         self.changed(node, f"{shown}.{node.attr} -> {shown}[{json.dumps(node.attr)}] (SDP "
                      "refuses attribute access to a column inside a query function: "

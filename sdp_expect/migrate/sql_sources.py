@@ -17,10 +17,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
+from sdp_expect.migrate.edits import TextEdits
 from sdp_expect.migrate.sources import SCHEMA_INFERENCE, root_of, translate_options
 from sdp_expect.sqltokens import Token, TokenKind, matching_paren
 
-__all__ = ["FileSource", "SqlSources", "rewrite_sql_sources"]
+__all__ = ["FileSource", "SqlSources", "dataset_name", "path_expression", "rewrite_sql_sources"]
 
 
 @dataclass
@@ -83,7 +84,8 @@ def _literal(tokens: Sequence[Token]) -> Optional[str]:
     return None
 
 
-def _dataset_name(tokens: Sequence[Token]) -> str:
+def dataset_name(tokens: Sequence[Token]) -> str:
+    """The name a ``CREATE ... TABLE / VIEW / FLOW`` statement declares (``source`` when none)."""
     for index, token in enumerate(tokens[:-1]):
         if token.kind is TokenKind.IDENT and token.text.upper() in ("TABLE", "VIEW", "FLOW"):
             name = tokens[index + 1]
@@ -106,10 +108,9 @@ def rewrite_sql_sources(text: str, file: str, taken: set[str], path_code: object
     :returns: The rewrite, and whether a view infers its schema from the files.
     """
     from sdp_expect.dbsql.split import split
-    from sdp_expect.migrate import _Edits  # the one text-edit helper
     from sdp_expect.sqltokens import SqlTokenError
 
-    edits = _Edits(text)
+    edits = TextEdits(text)
     result = SqlSources(text=text, lines=[])
     infers = False
     try:
@@ -179,7 +180,7 @@ def rewrite_sql_sources(text: str, file: str, taken: set[str], path_code: object
                                         "spark.readStream.format('json').load(path)) and read "
                                         "that view here with STREAM(view)"))
                 continue
-            base = f"{_dataset_name(tokens)}_files"
+            base = f"{dataset_name(tokens)}_files"
             view, number = base, 2
             while view in taken:
                 view, number = f"{base}_{number}", number + 1

@@ -7,7 +7,7 @@ The child's output is sorted by the *kind* of each line, not by what it says:
   (``Error: [ERROR_CLASS] Spark's message``); the rest of the event (Spark's plans,
   stack traces) goes to the log file only;
 - the JVM's log (``spark-pipelines``' stderr: log4j lines, Java stack traces, the
-  launcher's warnings) is read apart (:func:`sdp_expect.run_command.run_pipeline`) and
+  launcher's warnings) is read apart (:func:`sdp_expect.cli.spark_pipelines.run_pipeline`) and
   goes to the log file only; so does a log4j line on stdout and what follows it;
 - Python warnings and other lines outside an event go to the log file only;
 - a line with an sdp-expect code (``[SDPX-...]``) is always shown;
@@ -38,15 +38,7 @@ from typing import Any, Optional
 
 from sdp_expect.errors import SdpExpectError
 
-__all__ = ["DEFINITIONS_VARIABLE", "ChildOutput", "Definitions", "RuleError", "line_kind"]
-
-DEFINITIONS_VARIABLE = "SDP_EXPECT_DEFINITIONS"
-"""The environment variable naming the file where definitions are recorded (JSON lines).
-
-``sdp-expect run`` and ``dry-run`` set it for their ``spark-pipelines`` child and read
-the file back: which check view stands for which expectation (written by
-:mod:`sdp_expect.registration`). Values, never text that was printed.
-"""
+__all__ = ["ChildOutput", "Definitions", "RuleError", "line_kind"]
 
 EVENT = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d: ")
 """How ``spark-pipelines`` prints a pipeline event: its timestamp, then its message."""

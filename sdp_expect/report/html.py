@@ -1,6 +1,6 @@
 """The data-quality report as one self-contained HTML page (``sdp-expect report --html``).
 
-:func:`render_html` draws a :class:`~sdp_expect.dq_summary.QualityReport`:
+:func:`render_html` draws a :class:`~sdp_expect.report.model.QualityReport`:
 per dataset, a bar per rule (passed against failed records, coloured by the
 rule's action), the records the dataset dropped, its quarantine's size and a
 sample of quarantined records with their ``_failed_expectations``. The page
@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 from typing import Any, Optional
 
-from sdp_expect.dq_summary import (
+from sdp_expect.report.model import (
     FAILED,
     FAILED_EXPECTATIONS,
     LAST_SUCCESS,
@@ -24,8 +24,8 @@ from sdp_expect.dq_summary import (
     DatasetSummary,
     QualityReport,
     RuleResult,
-    Violation,
 )
+from sdp_expect.violation import Violation
 
 __all__ = ["render_html"]
 

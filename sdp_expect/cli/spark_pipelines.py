@@ -1,11 +1,10 @@
-"""``sdp-expect run`` and ``sdp-expect dry-run``: ``spark-pipelines`` with working defaults.
+"""Starting ``spark-pipelines`` for ``sdp-expect run`` and ``dry-run``, and following it.
 
-:func:`run_pipeline` starts ``spark-pipelines run`` (or ``dry-run``) for a
-project, with Spark settings that make a local project work the first time
-and every time after, streams its output as it comes, and returns an
-:class:`Outcome`: the exit status, every flow's last state and every
-expectation violation it printed. ``sdp-expect run`` then prints the
-data-quality summary (:mod:`sdp_expect.dq_summary`).
+:func:`build_command` makes the ``spark-pipelines run`` (or ``dry-run``) command
+of a project, with Spark settings that make a local project work the first time
+and every time after; :func:`run_pipeline` runs it, streams its output as it
+comes, and returns an :class:`Outcome`: the exit status, every flow's last state
+and every expectation violation it printed.
 
 The defaults (each one is left out when the user passes the same ``--conf``
 key; see :func:`default_confs`):
@@ -32,8 +31,6 @@ Flows with fail rules are already not retried (sdp-expect sets
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import queue
 import re
@@ -45,149 +42,35 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Mapping, Optional, Sequence, TextIO
+from typing import IO, Callable, Mapping, Optional, Sequence, TextIO
 
 from sdp_expect import violation as violations
-from sdp_expect.dq_summary import (
-    DEFAULT_SAMPLE,
-    QualityReport,
-    ReadError,
-    Violation,
-    build_report,
-    paint,
-    read_tables,
-    report_dict,
-    save_history,
-    to_text,
-    use_color,
-    violation_dict,
-    violation_lines,
-    write_text,
-)
-from sdp_expect.run_output import DEFINITIONS_VARIABLE, ChildOutput, RuleError
+from sdp_expect.cli.run_output import ChildOutput, RuleError
+from sdp_expect.project import Project, UsageProblem
+from sdp_expect.report.text import paint
+from sdp_expect.violation import Violation
 
 __all__ = [
     "LOCAL_CONNECT_PORT",
-    "SPEC_FILE_NAMES",
     "EventLog",
+    "Invocation",
     "Outcome",
-    "Project",
-    "UsageProblem",
-    "PassThroughParser",
     "build_command",
-    "command_run",
     "default_confs",
-    "find_spec",
     "highlight",
-    "load_project",
+    "is_local",
     "remote_of",
     "run_pipeline",
+    "spark_pipelines_command",
     "user_confs",
+    "wait_for_port",
 ]
 
-SPEC_FILE_NAMES = ("spark-pipeline.yaml", "spark-pipeline.yml")
-"""The spec file names ``spark-pipelines`` looks for."""
 LOCAL_CONNECT_PORT = 15002
 """The port of the local Spark Connect server that ``spark-pipelines`` starts."""
 CHILD_STATE_VARIABLES = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE",
                          "SPARK_CONNECT_AUTHENTICATE_TOKEN")
 """Variables a Spark Connect client sets in its own process; a new run must not inherit them."""
-
-
-class UsageProblem(Exception):
-    """A mistake on the command line (exit status 2)."""
-
-
-# --------------------------------------------------------------------------- the project
-
-
-@dataclass(frozen=True)
-class Project:
-    """A pipeline project: its spec file and what the spec says.
-
-    :param spec: The spec file, absolute.
-    :param name: The pipeline's name.
-    :param catalog: The spec's default catalog, if any.
-    :param database: The spec's default database (``database`` or ``schema``), if any.
-    :param configuration: The spec's ``configuration``.
-    """
-
-    spec: Path
-    name: str = ""
-    catalog: Optional[str] = None
-    database: Optional[str] = None
-    configuration: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def folder(self) -> Path:
-        """The project folder: where the spec file is."""
-        return self.spec.parent
-
-
-def find_spec(given: Optional[str], start: Optional[Path] = None) -> Path:
-    """The spec file: ``given``, else the first spec file in ``start`` or its parents.
-
-    :param given: The ``--spec`` argument (a file, or a folder holding one).
-    :param start: Where to look from; default the current directory.
-    :raises UsageProblem: when there is none, or two in one folder.
-    """
-    if given is not None:
-        path = Path(given).expanduser()
-        if path.is_dir():
-            return _spec_in(path) or _no_spec(path)
-        if not path.is_file():
-            raise UsageProblem(f"the spec file {given} does not exist")
-        return path.resolve()
-    folder = (start or Path.cwd()).resolve()
-    while True:
-        found = _spec_in(folder)
-        if found is not None:
-            return found
-        if folder.parent == folder:
-            return _no_spec(start or Path.cwd())
-        folder = folder.parent
-
-
-def _spec_in(folder: Path) -> Optional[Path]:
-    found = [folder / name for name in SPEC_FILE_NAMES if (folder / name).is_file()]
-    if len(found) > 1:
-        raise UsageProblem(f"{folder} has both {SPEC_FILE_NAMES[0]} and {SPEC_FILE_NAMES[1]}; "
-                           "keep one")
-    return found[0].resolve() if found else None
-
-
-def _no_spec(folder: Path) -> Path:
-    raise UsageProblem(f"no {SPEC_FILE_NAMES[1]} (or .yaml) in {folder} or its parent folders; "
-                       "give one with --spec")
-
-
-def load_project(spec: Path) -> Project:
-    """Read the parts of a spec file that sdp-expect needs.
-
-    :raises UsageProblem: when the file is not a YAML mapping.
-    """
-    import yaml
-
-    try:
-        with open(spec, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle)
-    except (OSError, yaml.YAMLError) as error:
-        raise UsageProblem(f"cannot read the spec file {spec}: {error}") from None
-    if not isinstance(data, dict):
-        raise UsageProblem(f"the spec file {spec} is not a YAML mapping")
-    configuration = data.get("configuration") or {}
-    return Project(
-        spec=spec,
-        name=str(data.get("name", "")),
-        catalog=_text(data.get("catalog")),
-        database=_text(data.get("database", data.get("schema"))),
-        configuration={str(k): str(v) for k, v in configuration.items()}
-        if isinstance(configuration, dict) else {},
-    )
-
-
-def _text(value: Any) -> Optional[str]:
-    return None if value is None else str(value)
 
 
 # --------------------------------------------------------------------------- the command
@@ -560,226 +443,3 @@ def _run_once(invocation: Invocation, out: TextIO, *, color: bool,
         process.stderr.close()
     return Outcome(returncode=returncode, events=events, invocation=invocation,
                    rule_errors=shown.rule_errors)
-
-
-# --------------------------------------------------------------------------- the subcommands
-
-
-RUN_DESCRIPTION = """\
-Run the pipeline with spark-pipelines, stream its events as they come, and
-print a data-quality summary at the end: for each dataset with expectations,
-each rule's action, passed and failed records and failure percentage, and the
-records the dataset dropped, read from its <dataset>_dq_metrics table. A
-violated fail rule is shown with its record, and the exit status is 1.
-
-Defaults (an option you pass wins over each of them): the catalog is Spark's
-embedded Hive metastore, kept in the project folder (metastore_db/ and
-spark-warehouse/ next to the spec file), so every run finds the tables of the
-last one; no console progress bars; the project folder on the Python path
-(pipeline files can import the project's modules, as on Databricks). Flows
-with fail rules are not retried. Every other option is passed to
-spark-pipelines unchanged: --full-refresh, --full-refresh-all, --refresh,
---conf KEY=VALUE, --remote, --master, --packages, ... (docs/cli.md)
-
-Exit status: 0 the run completed and no expectation failed; 1 the pipeline or
-an expectation failed (or the summary could not be read); 2 usage error.
-"""
-
-DRY_RUN_DESCRIPTION = """\
-Check the pipeline with spark-pipelines dry-run (definitions, expectations,
-columns named by constraints) without writing any table, with the same
-defaults as `sdp-expect run`, streaming its events.
-
-Exit status: 0 the pipeline is valid; 1 it is not; 2 usage error.
-"""
-
-
-class PassThroughParser(argparse.ArgumentParser):
-    """A subcommand parser that keeps the options it does not know, in order.
-
-    They are left in ``args.passthrough`` for ``spark-pipelines`` instead of
-    being reported as errors.
-    """
-
-    def parse_known_args(  # type: ignore[override]
-        self, args: Optional[Sequence[str]] = None,
-        namespace: Optional[argparse.Namespace] = None,
-    ) -> tuple[argparse.Namespace, list[str]]:
-        """Parse the known options; the rest goes to ``passthrough``."""
-        parsed, extra = super().parse_known_args(args, namespace)
-        parsed.passthrough = [*getattr(parsed, "passthrough", []), *extra]
-        return parsed, []
-
-
-def add_pass_through(parser: argparse.ArgumentParser) -> None:
-    """Make ``parser`` (a subcommand's) pass the options it does not know on to spark-pipelines."""
-    parser.__class__ = PassThroughParser
-    parser.set_defaults(passthrough=[])
-
-
-def add_common_arguments(parser: argparse.ArgumentParser, *, summary: bool) -> None:
-    """The options of ``run`` and ``dry-run`` (``summary``: those of the summary too)."""
-    parser.add_argument("--spec", metavar="FILE",
-                        help="the pipeline spec (spark-pipeline.yml), or its folder; default: the "
-                        "first one in the current folder or its parents")
-    parser.add_argument("--format", choices=("text", "json"), default="text",
-                        help="text (default) for people; json prints one JSON document on "
-                        "stdout and the events on stderr")
-    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
-                        help="colour failures and the summary: auto (default) when writing to "
-                        "a terminal and NO_COLOR is not set")
-    parser.add_argument("--verbose", action="store_true",
-                        help="show every line spark-pipelines prints (Spark's logs, warnings, "
-                        "plans, tracebacks); by default they go only to the log file "
-                        "(.sdp-expect/logs/ in the project folder)")
-    parser.add_argument("--port-wait", type=float, default=300.0, metavar="SECONDS",
-                        help="when another local Spark Connect server holds port 15002, wait "
-                        "this long for it to finish (default: 300; 0: do not check)")
-    if summary:
-        parser.add_argument("--no-summary", action="store_true",
-                            help="do not read the metrics tables after the run")
-        parser.add_argument("--sample", type=int, default=DEFAULT_SAMPLE, metavar="N",
-                            help="quarantined records read per dataset "
-                            f"(default: {DEFAULT_SAMPLE})")
-
-
-def exit_status(outcome: Outcome) -> int:
-    """0 all well, 1 the pipeline or an expectation failed, 2 spark-pipelines' usage error."""
-    from sdp_expect.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
-
-    if outcome.returncode == 2:
-        return EXIT_USAGE
-    if outcome.returncode != 0 or outcome.events.violations:
-        return EXIT_PROBLEMS
-    if outcome.events.run_state not in (None, "COMPLETED"):
-        return EXIT_PROBLEMS
-    return EXIT_OK
-
-
-def summarize_run(project: Project, outcome: Outcome, sample: int) -> QualityReport:
-    """Read the tables after a run and combine them with what the run said.
-
-    :raises ReadError: when the tables cannot be read.
-    """
-    invocation = outcome.invocation
-    reading = read_tables(project.folder, invocation.confs if invocation.local else {},
-                          catalog=project.catalog, database=project.database,
-                          remote=None if invocation.local else invocation.remote, sample=sample)
-    events = outcome.events
-    return build_report(reading, flows=events.flows, violations=events.violations,
-                        run_status=events.run_state or ("COMPLETED" if outcome.returncode == 0
-                                                        else "FAILED"))
-
-
-def _final_line(action: str, outcome: Outcome, status: int, color: bool) -> str:
-    state = outcome.events.run_state or ("COMPLETED" if outcome.returncode == 0 else "FAILED")
-    count = len(outcome.events.violations)
-    text = f"sdp-expect {action}: {state}"
-    if count:
-        text += f", {count} expectation violation{'s' if count != 1 else ''}"
-    text += f" (exit status {status})"
-    return "\n" + paint(text, "bold green" if status == 0 else "bold red", color) + "\n"
-
-
-def command_run(args: argparse.Namespace, *, dry: bool) -> int:
-    """``sdp-expect run`` / ``dry-run``: run, stream, summarize; the exit status."""
-    from sdp_expect.cli import EXIT_PROBLEMS, EXIT_USAGE
-
-    action = "dry-run" if dry else "run"
-    try:
-        project = load_project(find_spec(args.spec))
-        invocation = build_command(action, project, args.passthrough)
-    except UsageProblem as problem:
-        write_text(sys.stderr, f"sdp-expect {action}: error: {problem}\n")
-        return EXIT_USAGE
-    as_json = args.format == "json"
-    events_out = sys.stderr if as_json else sys.stdout
-    color = use_color(args.color, events_out)
-    if invocation.local:
-        catalog = invocation.confs.get("spark.sql.catalogImplementation")
-        where = (f"catalog in {project.folder} (metastore_db/, spark-warehouse/)"
-                 if catalog == "hive" else f"catalog {catalog!r}")
-        write_text(events_out, paint(f"sdp-expect {action}: {project.spec}; {where}\n",
-                                     "dim", color))
-    log_path, definitions = _log_files(project, action)
-    invocation.env[DEFINITIONS_VARIABLE] = str(definitions)
-    verbose = bool(getattr(args, "verbose", False))
-    with open(log_path, "w", encoding="utf-8", errors="replace") as log:
-        outcome = run_pipeline(invocation, events_out, color=color, write=write_text,
-                               port_wait=args.port_wait, verbose=verbose, log=log,
-                               definitions=definitions)
-    if verbose and outcome.rule_errors:
-        write_text(events_out, "".join(paint(rule.error().render(), "bold red", color) + "\n"
-                                       for rule in outcome.rule_errors))
-    status = exit_status(outcome)
-    if outcome.rule_errors:
-        status = status or EXIT_PROBLEMS
-    report: Optional[QualityReport] = None
-    started = bool(outcome.events.flows or outcome.events.violations)
-    if not dry and not args.no_summary and started:
-        catalog = invocation.confs.get("spark.sql.catalogImplementation", "hive")
-        if invocation.local and catalog != "hive":
-            write_text(sys.stderr, "sdp-expect run: no summary: with the catalog "
-                       f"{catalog!r} the tables do not outlive the run\n")
-        else:
-            try:
-                report = summarize_run(project, outcome, args.sample)
-                save_history(project.folder, report)
-            except ReadError as error:
-                write_text(sys.stderr, f"sdp-expect run: cannot read the metrics tables: "
-                           f"{error}\n")
-                status = status or EXIT_PROBLEMS
-    if as_json:
-        document: dict[str, Any] = {"command": action, "spec": str(project.spec),
-                                    "exit_code": status,
-                                    "status": outcome.events.run_state
-                                    or ("COMPLETED" if outcome.returncode == 0 else "FAILED"),
-                                    "flows": dict(outcome.events.flows),
-                                    "log": str(log_path),
-                                    "rule_errors": [r.as_dict() for r in outcome.rule_errors]}
-        if report is not None:
-            document.update(report_dict(report))
-        else:
-            document["violations"] = [violation_dict(v) for v in outcome.events.violations]
-        write_text(sys.stdout, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
-        return status
-    if report is not None:
-        write_text(sys.stdout, "\n" + to_text(report, color=color))
-    elif outcome.events.violations:
-        lines = ["", paint("== Expectation violations", "bold", color)]
-        for violation in outcome.events.violations:
-            lines.append(paint(violation.dataset, "bold", color))
-            lines.extend(violation_lines(violation, color, "  "))
-        write_text(sys.stdout, "\n".join(lines) + "\n")
-    write_text(sys.stdout, paint(f"full log: {_shown_path(log_path)}\n", "dim", color))
-    write_text(sys.stdout, _final_line(action, outcome, status, color))
-    return status
-
-
-LOG_FOLDER = Path(".sdp-expect") / "logs"
-"""Where ``run`` and ``dry-run`` keep the full output of each run, in the project folder."""
-LOGS_KEPT = 20
-"""How many runs' logs are kept (the oldest are removed as new runs start)."""
-
-
-def _log_files(project: Project, action: str) -> tuple[Path, Path]:
-    """The log file of this run and the definitions file its child writes.
-
-    Named by time and process (two runs never share a file); only the newest
-    :data:`LOGS_KEPT` runs' files are kept.
-    """
-    folder = project.folder / LOG_FOLDER
-    folder.mkdir(parents=True, exist_ok=True)
-    logs = sorted(folder.glob("*.log"))
-    for old in logs[:max(0, len(logs) - (LOGS_KEPT - 1))]:
-        for path in (old, old.with_suffix(".definitions.jsonl")):
-            path.unlink(missing_ok=True)
-    stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{action}"
-    return folder / f"{stamp}.log", folder / f"{stamp}.definitions.jsonl"
-
-
-def _shown_path(path: Path) -> str:
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)

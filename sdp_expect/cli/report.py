@@ -3,7 +3,7 @@
 It reads the project's ``<dataset>_dq_metrics`` and quarantine tables (the
 catalog ``sdp-expect run`` keeps in the project folder), shows each dataset as
 of its last successful update, and with ``--html OUT.html`` writes the page of
-:mod:`sdp_expect.html_report`. It runs no pipeline.
+:mod:`sdp_expect.report.html`. It runs no pipeline.
 """
 
 from __future__ import annotations
@@ -13,27 +13,17 @@ import datetime
 import sys
 from pathlib import Path
 
-from sdp_expect.dq_summary import (
-    DEFAULT_SAMPLE,
-    ReadError,
-    build_report,
-    load_history,
-    read_tables,
-    to_json,
-    to_text,
-    use_color,
-    write_text,
-)
-from sdp_expect.html_report import render_html
-from sdp_expect.run_command import (
-    UsageProblem,
-    default_confs,
-    find_spec,
-    is_local,
-    load_project,
-)
+from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, version, write_text
+from sdp_expect.cli.spark_pipelines import default_confs, is_local
+from sdp_expect.project import UsageProblem, find_spec, load_project
+from sdp_expect.report.as_json import to_json
+from sdp_expect.report.build import build_report
+from sdp_expect.report.html import render_html
+from sdp_expect.report.model import DEFAULT_SAMPLE, ReadError
+from sdp_expect.report.reader import load_history, read_tables
+from sdp_expect.report.text import to_text, use_color
 
-__all__ = ["REPORT_DESCRIPTION", "add_report_arguments", "command_report"]
+__all__ = ["REPORT_DESCRIPTION", "add_report", "add_report_arguments", "command_report"]
 
 REPORT_DESCRIPTION = """\
 Show the data quality of a pipeline's datasets as of the last successful
@@ -51,6 +41,16 @@ one self-contained file (no script, nothing loaded from the network).
 
 Exit status: 0 the report was made; 1 the tables could not be read; 2 usage error.
 """
+
+
+def add_report(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``report`` and its arguments."""
+    parser = subparsers.add_parser(
+        "report", help="the data-quality summary of the last updates, as text, JSON or HTML",
+        description=REPORT_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_report_arguments(parser)
+    parser.set_defaults(handler=command_report)
 
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,8 +76,6 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
 
 def command_report(args: argparse.Namespace) -> int:
     """``sdp-expect report``: read, print, write the page; the exit status."""
-    from sdp_expect.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, version
-
     try:
         project = load_project(find_spec(args.spec))
         given = {}

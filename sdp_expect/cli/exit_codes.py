@@ -1,0 +1,40 @@
+"""What every ``sdp-expect`` command shares: its exit codes, the version it
+reports and how it writes text.
+
+The commands import these from here, not from :mod:`sdp_expect.cli`, which
+imports the commands to build its parser.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from typing import TextIO
+
+__all__ = ["EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE", "version", "write_text"]
+
+EXIT_OK = 0
+"""Everything checked is fine."""
+EXIT_PROBLEMS = 1
+"""Something checked is wrong."""
+EXIT_USAGE = 2
+"""The command line itself is wrong."""
+
+
+def version() -> str:
+    """The installed sdp-expect version (``sdp_expect.__version__``, else the package metadata)."""
+    import sdp_expect
+
+    found = getattr(sdp_expect, "__version__", None)
+    if isinstance(found, str):
+        return found
+    try:
+        return importlib.metadata.version("sdp-expect")
+    except importlib.metadata.PackageNotFoundError:
+        return "0.0.0+unknown"
+
+
+def write_text(stream: TextIO, text: str) -> None:
+    """Write ``text`` even when the stream's encoding cannot hold every character."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+    stream.flush()

@@ -1,0 +1,280 @@
+"""``sdp-expect run`` and ``sdp-expect dry-run``: ``spark-pipelines`` with working defaults.
+
+The command runs the project's pipeline through
+:mod:`sdp_expect.cli.spark_pipelines` (which has the defaults and why), shows
+its events as they come (what is shown: :mod:`sdp_expect.cli.run_output`), keeps
+its full output in a log file, and ``run`` then prints the data-quality summary
+(:mod:`sdp_expect.report`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, write_text
+from sdp_expect.cli.spark_pipelines import Outcome, build_command, run_pipeline
+from sdp_expect.names import DEFINITIONS_VARIABLE
+from sdp_expect.project import Project, UsageProblem, find_spec, load_project
+from sdp_expect.report.as_json import report_dict, violation_dict
+from sdp_expect.report.build import build_report
+from sdp_expect.report.model import DEFAULT_SAMPLE, QualityReport, ReadError
+from sdp_expect.report.reader import read_tables, save_history
+from sdp_expect.report.text import paint, to_text, use_color, violation_lines
+
+__all__ = [
+    "DRY_RUN_DESCRIPTION",
+    "RUN_DESCRIPTION",
+    "PassThroughParser",
+    "add_common_arguments",
+    "add_dry_run",
+    "add_pass_through",
+    "add_run",
+    "command_run",
+    "exit_status",
+    "summarize_run",
+]
+
+RUN_DESCRIPTION = """\
+Run the pipeline with spark-pipelines, stream its events as they come, and
+print a data-quality summary at the end: for each dataset with expectations,
+each rule's action, passed and failed records and failure percentage, and the
+records the dataset dropped, read from its <dataset>_dq_metrics table. A
+violated fail rule is shown with its record, and the exit status is 1.
+
+Defaults (an option you pass wins over each of them): the catalog is Spark's
+embedded Hive metastore, kept in the project folder (metastore_db/ and
+spark-warehouse/ next to the spec file), so every run finds the tables of the
+last one; no console progress bars; the project folder on the Python path
+(pipeline files can import the project's modules, as on Databricks). Flows
+with fail rules are not retried. Every other option is passed to
+spark-pipelines unchanged: --full-refresh, --full-refresh-all, --refresh,
+--conf KEY=VALUE, --remote, --master, --packages, ... (docs/cli.md)
+
+Exit status: 0 the run completed and no expectation failed; 1 the pipeline or
+an expectation failed (or the summary could not be read); 2 usage error.
+"""
+
+DRY_RUN_DESCRIPTION = """\
+Check the pipeline with spark-pipelines dry-run (definitions, expectations,
+columns named by constraints) without writing any table, with the same
+defaults as `sdp-expect run`, streaming its events.
+
+Exit status: 0 the pipeline is valid; 1 it is not; 2 usage error.
+"""
+
+
+class PassThroughParser(argparse.ArgumentParser):
+    """A subcommand parser that keeps the options it does not know, in order.
+
+    They are left in ``args.passthrough`` for ``spark-pipelines`` instead of
+    being reported as errors.
+    """
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Optional[Sequence[str]] = None,
+        namespace: Optional[argparse.Namespace] = None,
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """Parse the known options; the rest goes to ``passthrough``."""
+        parsed, extra = super().parse_known_args(args, namespace)
+        parsed.passthrough = [*getattr(parsed, "passthrough", []), *extra]
+        return parsed, []
+
+
+def add_pass_through(parser: argparse.ArgumentParser) -> None:
+    """Make ``parser`` (a subcommand's) pass the options it does not know on to spark-pipelines."""
+    parser.__class__ = PassThroughParser
+    parser.set_defaults(passthrough=[])
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, *, summary: bool) -> None:
+    """The options of ``run`` and ``dry-run`` (``summary``: those of the summary too)."""
+    parser.add_argument("--spec", metavar="FILE",
+                        help="the pipeline spec (spark-pipeline.yml), or its folder; default: the "
+                        "first one in the current folder or its parents")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text (default) for people; json prints one JSON document on "
+                        "stdout and the events on stderr")
+    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                        help="colour failures and the summary: auto (default) when writing to "
+                        "a terminal and NO_COLOR is not set")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show every line spark-pipelines prints (Spark's logs, warnings, "
+                        "plans, tracebacks); by default they go only to the log file "
+                        "(.sdp-expect/logs/ in the project folder)")
+    parser.add_argument("--port-wait", type=float, default=300.0, metavar="SECONDS",
+                        help="when another local Spark Connect server holds port 15002, wait "
+                        "this long for it to finish (default: 300; 0: do not check)")
+    if summary:
+        parser.add_argument("--no-summary", action="store_true",
+                            help="do not read the metrics tables after the run")
+        parser.add_argument("--sample", type=int, default=DEFAULT_SAMPLE, metavar="N",
+                            help="quarantined records read per dataset "
+                            f"(default: {DEFAULT_SAMPLE})")
+
+
+def add_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``run`` and its arguments."""
+    parser = subparsers.add_parser(
+        "run", help="run the pipeline (spark-pipelines run) and show its data quality",
+        usage="sdp-expect run [options] [spark-pipelines run options]",
+        description=RUN_DESCRIPTION, allow_abbrev=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common_arguments(parser, summary=True)
+    add_pass_through(parser)
+    parser.set_defaults(handler=lambda args: command_run(args, dry=False))
+
+
+def add_dry_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``dry-run`` and its arguments."""
+    parser = subparsers.add_parser(
+        "dry-run", help="check the pipeline without writing (spark-pipelines dry-run)",
+        usage="sdp-expect dry-run [options] [spark-pipelines dry-run options]",
+        description=DRY_RUN_DESCRIPTION, allow_abbrev=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common_arguments(parser, summary=False)
+    add_pass_through(parser)
+    parser.set_defaults(handler=lambda args: command_run(args, dry=True))
+
+
+def exit_status(outcome: Outcome) -> int:
+    """0 all well, 1 the pipeline or an expectation failed, 2 spark-pipelines' usage error."""
+    if outcome.returncode == 2:
+        return EXIT_USAGE
+    if outcome.returncode != 0 or outcome.events.violations:
+        return EXIT_PROBLEMS
+    if outcome.events.run_state not in (None, "COMPLETED"):
+        return EXIT_PROBLEMS
+    return EXIT_OK
+
+
+def summarize_run(project: Project, outcome: Outcome, sample: int) -> QualityReport:
+    """Read the tables after a run and combine them with what the run said.
+
+    :raises ReadError: when the tables cannot be read.
+    """
+    invocation = outcome.invocation
+    reading = read_tables(project.folder, invocation.confs if invocation.local else {},
+                          catalog=project.catalog, database=project.database,
+                          remote=None if invocation.local else invocation.remote, sample=sample)
+    events = outcome.events
+    return build_report(reading, flows=events.flows, violations=events.violations,
+                        run_status=events.run_state or ("COMPLETED" if outcome.returncode == 0
+                                                        else "FAILED"))
+
+
+def _final_line(action: str, outcome: Outcome, status: int, color: bool) -> str:
+    state = outcome.events.run_state or ("COMPLETED" if outcome.returncode == 0 else "FAILED")
+    count = len(outcome.events.violations)
+    text = f"sdp-expect {action}: {state}"
+    if count:
+        text += f", {count} expectation violation{'s' if count != 1 else ''}"
+    text += f" (exit status {status})"
+    return "\n" + paint(text, "bold green" if status == 0 else "bold red", color) + "\n"
+
+
+def command_run(args: argparse.Namespace, *, dry: bool) -> int:
+    """``sdp-expect run`` / ``dry-run``: run, stream, summarize; the exit status."""
+    action = "dry-run" if dry else "run"
+    try:
+        project = load_project(find_spec(args.spec))
+        invocation = build_command(action, project, args.passthrough)
+    except UsageProblem as problem:
+        write_text(sys.stderr, f"sdp-expect {action}: error: {problem}\n")
+        return EXIT_USAGE
+    as_json = args.format == "json"
+    events_out = sys.stderr if as_json else sys.stdout
+    color = use_color(args.color, events_out)
+    if invocation.local:
+        catalog = invocation.confs.get("spark.sql.catalogImplementation")
+        where = (f"catalog in {project.folder} (metastore_db/, spark-warehouse/)"
+                 if catalog == "hive" else f"catalog {catalog!r}")
+        write_text(events_out, paint(f"sdp-expect {action}: {project.spec}; {where}\n",
+                                     "dim", color))
+    log_path, definitions = _log_files(project, action)
+    invocation.env[DEFINITIONS_VARIABLE] = str(definitions)
+    verbose = bool(getattr(args, "verbose", False))
+    with open(log_path, "w", encoding="utf-8", errors="replace") as log:
+        outcome = run_pipeline(invocation, events_out, color=color, write=write_text,
+                               port_wait=args.port_wait, verbose=verbose, log=log,
+                               definitions=definitions)
+    if verbose and outcome.rule_errors:
+        write_text(events_out, "".join(paint(rule.error().render(), "bold red", color) + "\n"
+                                       for rule in outcome.rule_errors))
+    status = exit_status(outcome)
+    if outcome.rule_errors:
+        status = status or EXIT_PROBLEMS
+    report: Optional[QualityReport] = None
+    started = bool(outcome.events.flows or outcome.events.violations)
+    if not dry and not args.no_summary and started:
+        catalog = invocation.confs.get("spark.sql.catalogImplementation", "hive")
+        if invocation.local and catalog != "hive":
+            write_text(sys.stderr, "sdp-expect run: no summary: with the catalog "
+                       f"{catalog!r} the tables do not outlive the run\n")
+        else:
+            try:
+                report = summarize_run(project, outcome, args.sample)
+                save_history(project.folder, report)
+            except ReadError as error:
+                write_text(sys.stderr, f"sdp-expect run: cannot read the metrics tables: "
+                           f"{error}\n")
+                status = status or EXIT_PROBLEMS
+    if as_json:
+        document: dict[str, Any] = {"command": action, "spec": str(project.spec),
+                                    "exit_code": status,
+                                    "status": outcome.events.run_state
+                                    or ("COMPLETED" if outcome.returncode == 0 else "FAILED"),
+                                    "flows": dict(outcome.events.flows),
+                                    "log": str(log_path),
+                                    "rule_errors": [r.as_dict() for r in outcome.rule_errors]}
+        if report is not None:
+            document.update(report_dict(report))
+        else:
+            document["violations"] = [violation_dict(v) for v in outcome.events.violations]
+        write_text(sys.stdout, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        return status
+    if report is not None:
+        write_text(sys.stdout, "\n" + to_text(report, color=color))
+    elif outcome.events.violations:
+        lines = ["", paint("== Expectation violations", "bold", color)]
+        for violation in outcome.events.violations:
+            lines.append(paint(violation.dataset, "bold", color))
+            lines.extend(violation_lines(violation, color, "  "))
+        write_text(sys.stdout, "\n".join(lines) + "\n")
+    write_text(sys.stdout, paint(f"full log: {_shown_path(log_path)}\n", "dim", color))
+    write_text(sys.stdout, _final_line(action, outcome, status, color))
+    return status
+
+
+LOG_FOLDER = Path(".sdp-expect") / "logs"
+"""Where ``run`` and ``dry-run`` keep the full output of each run, in the project folder."""
+LOGS_KEPT = 20
+"""How many runs' logs are kept (the oldest are removed as new runs start)."""
+
+
+def _log_files(project: Project, action: str) -> tuple[Path, Path]:
+    """The log file of this run and the definitions file its child writes.
+
+    Named by time and process (two runs never share a file); only the newest
+    :data:`LOGS_KEPT` runs' files are kept.
+    """
+    folder = project.folder / LOG_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    logs = sorted(folder.glob("*.log"))
+    for old in logs[:max(0, len(logs) - (LOGS_KEPT - 1))]:
+        for path in (old, old.with_suffix(".definitions.jsonl")):
+            path.unlink(missing_ok=True)
+    stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{action}"
+    return folder / f"{stamp}.log", folder / f"{stamp}.definitions.jsonl"
+
+
+def _shown_path(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,154 @@
+"""A :class:`~sdp_expect.report.model.QualityReport` made of what the tables hold
+and what a run said (or, for ``sdp-expect report``, what the last runs kept).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional, Sequence
+
+from sdp_expect.report.model import (
+    FAILED,
+    LAST_SUCCESS,
+    METRICS_SUFFIX,
+    NO_SUCCESS,
+    NOT_RUN,
+    SKIPPED,
+    STREAMING_METRICS_COMMENT,
+    UPDATED,
+    DatasetSummary,
+    QualityReport,
+    QuarantineInfo,
+    RuleResult,
+    TableReading,
+)
+from sdp_expect.violation import Violation
+
+__all__ = ["build_report"]
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _dataset_from_table(entry: Mapping[str, Any]) -> DatasetSummary:
+    table = str(entry["table"])
+    rows = list(entry.get("rows", []))
+    name = str(rows[0]["dataset"]) if rows else table[: -len(METRICS_SUFFIX)]
+    summary = DatasetSummary(
+        dataset=name, metrics_table=table,
+        streaming=STREAMING_METRICS_COMMENT in str(entry.get("comment", "")))
+    for row in rows:
+        summary.rules.append(RuleResult(
+            expectation=str(row["expectation"]), action=str(row["action"]),
+            constraint=str(row["constraint"]), passed_records=_int(row["passed_records"]),
+            failed_records=_int(row["failed_records"])))
+        summary.total_records = _int(row["total_records"])
+        summary.dropped_records = _int(row["dropped_records"])
+    return summary
+
+
+def _short(name: str) -> str:
+    """``spark_catalog.default.orders`` -> ``orders``."""
+    return name.rsplit(".", 1)[-1].strip("`")
+
+
+def build_report(reading: TableReading, *, flows: Optional[Mapping[str, str]] = None,
+                 violations: Sequence[Violation] = (), run_status: Optional[str] = None,
+                 history: Optional[Mapping[str, Any]] = None) -> QualityReport:
+    """Combine what the tables hold with what a run said.
+
+    :param reading: The tables, from :func:`~sdp_expect.report.reader.read_tables`.
+    :param flows: For ``run``: each flow's last state, by (qualified) flow name.
+        ``None`` for ``report``: every dataset is shown as of its last successful update.
+    :param violations: For ``run``: the expectation violations the run reported.
+    :param run_status: The run's final state.
+    :param history: Kept summaries (:func:`~sdp_expect.report.reader.load_history`), used
+        for a dataset whose metrics table is empty; for ``report``, its last run's
+        violations are shown.
+    """
+    states = {_short(flow): state for flow, state in (flows or {}).items()}
+    if flows is None:
+        # `report`: the violations of the last run, as `sdp-expect run` kept them.
+        violations = _kept_violations(history or {})
+    report = QualityReport(catalog=reading.catalog, database=reading.database,
+                           run_status=run_status, violations=list(violations),
+                           notes=list(reading.notes))
+    quarantines = {str(q["dataset"]): q for q in reading.quarantines}
+    kept = dict((history or {}).get("datasets", {}))
+    for entry in reading.metrics:
+        summary = _dataset_from_table(entry)
+        q = quarantines.get(summary.dataset)
+        if q is not None:
+            summary.quarantine = QuarantineInfo(
+                table=str(q["table"]), records=_int(q["records"]),
+                columns=[str(c) for c in q.get("columns", [])], sample=list(q.get("sample", [])))
+        if flows is None:
+            summary.status = LAST_SUCCESS
+            if not summary.has_numbers:
+                # Empty after a failed update: show the last successful numbers that
+                # `sdp-expect run` kept.
+                earlier = kept.get(summary.dataset)
+                if earlier:
+                    summary = _from_history(earlier, summary)
+                else:
+                    summary.status = NO_SUCCESS
+        summary.violations = [v for v in report.violations
+                              if _short(v.dataset) == summary.dataset]
+        if flows is not None:
+            summary.status = _run_state(summary, states)
+        report.datasets.append(summary)
+    report.datasets.sort(key=lambda d: d.dataset)
+    return report
+
+
+def _kept_violations(history: Mapping[str, Any]) -> list[Violation]:
+    """The violations of the last run, from the history ``sdp-expect run`` wrote."""
+    last_run = history.get("last_run")
+    entries = last_run.get("violations", []) if isinstance(last_run, dict) else []
+    found: list[Violation] = []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        violation = Violation(dataset=str(entry.get("dataset")),
+                              expectations=tuple(str(n) for n in entry.get("expectations", [])),
+                              record=str(entry.get("record")))
+        if violation not in found:
+            found.append(violation)
+    return found
+
+
+def _run_state(summary: DatasetSummary, states: Mapping[str, str]) -> str:
+    own = states.get(summary.dataset)
+    metrics = states.get(summary.metrics_table)
+    if summary.violations or own == "FAILED" or metrics == "FAILED":
+        return FAILED
+    if metrics == "COMPLETED":
+        return UPDATED
+    if own == "SKIPPED" or metrics == "SKIPPED":
+        return SKIPPED
+    return NOT_RUN
+
+
+def _from_history(kept: Mapping[str, Any], current: DatasetSummary) -> DatasetSummary:
+    """A dataset's kept summary, for a dataset whose metrics table is empty now."""
+    data = dict(kept.get("summary", {}))
+    restored = DatasetSummary(
+        dataset=current.dataset, metrics_table=current.metrics_table,
+        streaming=bool(data.get("streaming", current.streaming)),
+        total_records=_int(data.get("total_records")),
+        dropped_records=_int(data.get("dropped_records")),
+        rules=[RuleResult(expectation=str(r["expectation"]), action=str(r["action"]),
+                          constraint=str(r["constraint"]),
+                          passed_records=_int(r["passed_records"]),
+                          failed_records=_int(r["failed_records"]))
+               for r in data.get("rules", [])],
+        status=LAST_SUCCESS, recorded_at=str(kept.get("recorded_at")))
+    q = data.get("quarantine")
+    if isinstance(q, dict):
+        restored.quarantine = QuarantineInfo(
+            table=str(q["table"]), records=_int(q.get("records")),
+            columns=[str(c) for c in q.get("columns", [])], sample=list(q.get("sample", [])))
+    return restored

@@ -1,0 +1,202 @@
+"""The values of a data-quality report: what each dataset's metrics and quarantine
+tables hold, and the state of each dataset in a run.
+
+After ``spark-pipelines`` has run, every dataset with expectations has a
+``<dataset>_dq_metrics`` table (contract section 6) and, when quarantine is on,
+a quarantine table (section 5). :mod:`sdp_expect.report.reader` reads them into
+a :class:`TableReading`, :func:`sdp_expect.report.build.build_report` makes a
+:class:`QualityReport` of it, which :mod:`~sdp_expect.report.text`,
+:mod:`~sdp_expect.report.as_json` and :mod:`~sdp_expect.report.html` show.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional
+
+from sdp_expect import names
+from sdp_expect.violation import Violation
+
+__all__ = [
+    "DEFAULT_SAMPLE",
+    "FAILED",
+    "FAILED_EXPECTATIONS",
+    "LAST_SUCCESS",
+    "METRICS_COLUMNS",
+    "METRICS_SUFFIX",
+    "NOT_RUN",
+    "NO_SUCCESS",
+    "QUARANTINE_COMMENT",
+    "SKIPPED",
+    "STREAMING_METRICS_COMMENT",
+    "UPDATED",
+    "DatasetSummary",
+    "QualityReport",
+    "QuarantineInfo",
+    "ReadError",
+    "RuleResult",
+    "TableReading",
+]
+
+METRICS_SUFFIX = "_dq_metrics"
+"""Suffix of a dataset's metrics table."""
+METRICS_COLUMNS = names.METRICS_COLUMNS
+"""The metrics table's columns (contract section 6)."""
+FAILED_EXPECTATIONS = names.FAILED_EXPECTATIONS_COLUMN
+"""The quarantine's column with the names of the rules a record violated."""
+QUARANTINE_COMMENT = re.compile(
+    "^" + re.escape(names.quarantine_comment("")) + "(?P<dataset>.+)$")
+"""The comment sdp-expect gives a quarantine table (Python and SQL front ends)."""
+STREAMING_METRICS_COMMENT = names.metrics_comment("", streaming=True).split(", ", 1)[1]
+"""Part of the comment of a streaming table's metrics table."""
+DEFAULT_SAMPLE = 20
+"""Quarantined rows read per dataset, by default."""
+
+# Dataset states shown in a summary.
+UPDATED = "updated"
+"""The dataset's metrics were recomputed by this run."""
+FAILED = "failed"
+"""The dataset's flow failed in this run (for example a fail expectation)."""
+SKIPPED = "skipped"
+"""SDP skipped the dataset in this run (an upstream flow failed)."""
+NOT_RUN = "not run"
+"""This run did not update the dataset (for example ``--refresh`` of other datasets)."""
+LAST_SUCCESS = "last successful update"
+"""``report``: the numbers are those of the last successful update."""
+NO_SUCCESS = "no successful update"
+"""``report``: the metrics table is empty and no earlier summary was kept."""
+
+
+class ReadError(RuntimeError):
+    """The tables could not be read (the reader process failed)."""
+
+
+@dataclass
+class RuleResult:
+    """One expectation's row of a metrics table.
+
+    :param expectation: The expectation's name.
+    :param action: ``warn``, ``drop`` or ``fail``.
+    :param constraint: The constraint as written.
+    :param passed_records: Records for which the constraint was TRUE.
+    :param failed_records: Records that violated it.
+    """
+
+    expectation: str
+    action: str
+    constraint: str
+    passed_records: int
+    failed_records: int
+
+    @property
+    def total_records(self) -> int:
+        """Passed plus failed: the records the query produced."""
+        return self.passed_records + self.failed_records
+
+    @property
+    def failure_percentage(self) -> Optional[float]:
+        """Failed records as a percentage of all records; ``None`` when there were none."""
+        if self.total_records == 0:
+            return None
+        return 100.0 * self.failed_records / self.total_records
+
+
+@dataclass
+class QuarantineInfo:
+    """A dataset's quarantine table.
+
+    :param table: Its name.
+    :param records: How many records it holds.
+    :param columns: Its columns, ``_failed_expectations`` included.
+    :param sample: Up to a few of its records, as JSON-ready dicts.
+    """
+
+    table: str
+    records: int
+    columns: list[str]
+    sample: list[dict[str, Any]]
+
+
+@dataclass
+class DatasetSummary:
+    """The data quality of one dataset with expectations.
+
+    :param dataset: The dataset's name.
+    :param metrics_table: Its metrics table.
+    :param streaming: True for a streaming table (counts since its last full refresh).
+    :param total_records: Records the query produced (0 when unknown).
+    :param dropped_records: Records dropped by the dataset.
+    :param rules: One entry per expectation, in the metrics table's order.
+    :param quarantine: Its quarantine table, when it has one.
+    :param status: One of the dataset states (``updated``, ``failed``, ...).
+    :param violations: Records that failed the dataset's fail rules in this run.
+    :param recorded_at: For numbers kept from an earlier run: when they were recorded.
+    """
+
+    dataset: str
+    metrics_table: str
+    streaming: bool = False
+    total_records: int = 0
+    dropped_records: int = 0
+    rules: list[RuleResult] = field(default_factory=list)
+    quarantine: Optional[QuarantineInfo] = None
+    status: str = UPDATED
+    violations: list[Violation] = field(default_factory=list)
+    recorded_at: Optional[str] = None
+
+    @property
+    def has_numbers(self) -> bool:
+        """Whether there are metrics to show."""
+        return bool(self.rules)
+
+
+@dataclass
+class QualityReport:
+    """Everything a summary shows.
+
+    :param datasets: One entry per dataset with a metrics table, by name.
+    :param violations: Every expectation violation the run printed.
+    :param catalog: The catalog read.
+    :param database: The database (schema) read.
+    :param run_status: The run's final state (``COMPLETED``, ``FAILED``...), for ``run``.
+    :param notes: Things the reader should know (a table that could not be read...).
+    """
+
+    datasets: list[DatasetSummary] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+    catalog: Optional[str] = None
+    database: Optional[str] = None
+    run_status: Optional[str] = None
+    notes: list[str] = field(default_factory=list)
+
+    def dataset(self, name: str) -> Optional[DatasetSummary]:
+        """The summary of ``name``, if it has one."""
+        return next((d for d in self.datasets if d.dataset == name), None)
+
+
+@dataclass
+class TableReading:
+    """What the reader process found in the catalog.
+
+    :param catalog: The catalog it read.
+    :param database: The database it read.
+    :param metrics: Per metrics table: ``table``, ``comment`` and ``rows`` (dicts).
+    :param quarantines: Per quarantine table: ``table``, ``dataset``, ``records``,
+        ``columns``, ``sample``.
+    :param notes: Tables it could not read, and why.
+    """
+
+    catalog: str
+    database: str
+    metrics: list[dict[str, Any]]
+    quarantines: list[dict[str, Any]]
+    notes: list[str]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TableReading:
+        """Rebuild a reading from the reader's JSON output."""
+        return cls(catalog=str(data.get("catalog") or ""), database=str(data.get("database") or ""),
+                   metrics=list(data.get("metrics", [])),
+                   quarantines=list(data.get("quarantines", [])),
+                   notes=[str(note) for note in data.get("notes", [])])

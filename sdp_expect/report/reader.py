@@ -1,0 +1,233 @@
+"""Reading a project's data-quality tables, and the history ``sdp-expect run`` keeps.
+
+Reading happens in a separate Python process (``python -m sdp_expect.report.reader``)
+with a plain local Spark session on the project's catalog: the embedded Derby
+metastore admits one process at a time, and the reader must not inherit the
+state of a Spark Connect client. :func:`read_tables` starts that process and
+returns what it found; nothing else here needs Spark.
+
+``sdp-expect run`` also keeps, in ``<project>/.sdp-expect/dq-history.json``, the
+summary of each dataset's last successful update: a materialized view is empty
+after a failed update (and so is its metrics table), and ``sdp-expect report``
+shows the last successful numbers from there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import decimal
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence
+
+from sdp_expect.report.as_json import summary_dict, violation_dict
+from sdp_expect.report.model import (
+    DEFAULT_SAMPLE,
+    FAILED_EXPECTATIONS,
+    METRICS_COLUMNS,
+    METRICS_SUFFIX,
+    QUARANTINE_COMMENT,
+    UPDATED,
+    QualityReport,
+    ReadError,
+    TableReading,
+)
+
+__all__ = ["HISTORY_FILE", "load_history", "read_tables", "reader_environment", "save_history"]
+
+HISTORY_FILE = os.path.join(".sdp-expect", "dq-history.json")
+"""Where ``sdp-expect run`` keeps each dataset's last successful summary (in the project)."""
+
+
+def reader_environment() -> dict[str, str]:
+    """The environment of a local Spark process started from here.
+
+    Drops the state a Spark Connect client leaves in ``os.environ`` (a reader must
+    start a plain local session, not connect) and runs Spark's Python workers
+    with this Python.
+    """
+    env = dict(os.environ)
+    for key in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE", "SPARK_REMOTE",
+                "SPARK_CONNECT_AUTHENTICATE_TOKEN"):
+        env.pop(key, None)
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    return env
+
+
+def read_tables(folder: Path, confs: Mapping[str, str], *, catalog: Optional[str],
+                database: Optional[str], remote: Optional[str] = None,
+                sample: int = DEFAULT_SAMPLE, timeout: float = 900.0) -> TableReading:
+    """Read the metrics and quarantine tables of a project's catalog.
+
+    Starts ``python -m sdp_expect.report.reader`` in ``folder`` with a local Spark
+    session configured with ``confs`` (or connected to ``remote``), and waits for it.
+
+    :param folder: The project folder (the reader's working directory).
+    :param confs: Spark settings of the catalog (the same as the run's).
+    :param catalog: The spec's catalog; ``None`` for the session's current one.
+    :param database: The spec's database; ``None`` for the session's current one.
+    :param remote: A Spark Connect URL (``sc://...``) to read through instead.
+    :param sample: Quarantined records to read per dataset.
+    :param timeout: Seconds to wait for the reader.
+    :raises ReadError: when the reader fails; the message ends with its last output lines.
+    """
+    with tempfile.TemporaryDirectory(prefix="sdp-expect-read-") as scratch:
+        out = os.path.join(scratch, "tables.json")
+        command = [sys.executable, "-m", "sdp_expect.report.reader", "--out", out,
+                   "--sample", str(sample)]
+        if catalog:
+            command += ["--catalog", catalog]
+        if database:
+            command += ["--database", database]
+        if remote:
+            command += ["--remote", remote]
+        for key, value in confs.items():
+            command += ["--conf", f"{key}={value}"]
+        try:
+            done = subprocess.run(command, cwd=folder, env=reader_environment(),
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  timeout=timeout, check=False)
+        except subprocess.TimeoutExpired as error:
+            raise ReadError(f"reading the tables took more than {timeout:.0f} s") from error
+        output = done.stdout.decode("utf-8", "replace")
+        if done.returncode != 0 or not os.path.exists(out):
+            tail = "\n".join(output.strip().splitlines()[-15:])
+            raise ReadError(f"the table reader exited with status {done.returncode}:\n{tail}")
+        with open(out, encoding="utf-8") as handle:
+            return TableReading.from_json(json.load(handle))
+
+
+def _json_ready(value: Any) -> Any:
+    """A value from a Spark row as something ``json.dumps`` writes faithfully."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _json_ready(item) for key, item in value.items()}
+    if isinstance(value, (datetime.date, datetime.datetime, decimal.Decimal)):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return value.hex()
+    if hasattr(value, "asDict"):
+        return _json_ready(value.asDict(recursive=True))
+    return str(value)
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _read_in_this_process(options: argparse.Namespace) -> dict[str, Any]:
+    """The reader process: open the catalog with Spark and collect what a summary needs."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName("sdp-expect data-quality reader")
+    if options.remote:
+        builder = builder.remote(options.remote)
+    else:
+        builder = (builder.master("local[1]")
+                   .config("spark.ui.enabled", "false")
+                   .config("spark.sql.shuffle.partitions", "1"))
+        for pair in options.conf:
+            key, _, value = pair.partition("=")
+            builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    if not options.remote:
+        spark.sparkContext.setLogLevel("ERROR")
+    notes: list[str] = []
+    try:
+        if options.catalog:
+            spark.catalog.setCurrentCatalog(options.catalog)
+        if options.database:
+            spark.catalog.setCurrentDatabase(options.database)
+        catalog = spark.catalog.currentCatalog()
+        database = spark.catalog.currentDatabase()
+        tables = {t.name: (t.description or "") for t in spark.catalog.listTables()
+                  if not t.isTemporary}
+        metrics = []
+        for name in sorted(t for t in tables if t.endswith(METRICS_SUFFIX)):
+            frame = spark.table(f"{_quoted(database)}.{_quoted(name)}")
+            if not set(METRICS_COLUMNS) <= set(frame.columns):
+                continue
+            rows = [_json_ready(row.asDict(recursive=True))
+                    for row in frame.select(*METRICS_COLUMNS).collect()]
+            metrics.append({"table": name, "comment": tables[name], "rows": rows})
+        quarantines = []
+        for name, comment in sorted(tables.items()):
+            match = QUARANTINE_COMMENT.match(comment)
+            if match is None and not name.endswith("_quarantine"):
+                continue
+            frame = spark.table(f"{_quoted(database)}.{_quoted(name)}")
+            if FAILED_EXPECTATIONS not in frame.columns:
+                continue
+            dataset = match.group("dataset") if match else name[: -len("_quarantine")]
+            sample = [_json_ready(row.asDict(recursive=True))
+                      for row in frame.limit(options.sample).collect()]
+            quarantines.append({"table": name, "dataset": dataset, "records": frame.count(),
+                                "columns": list(frame.columns), "sample": sample})
+        return {"catalog": catalog, "database": database, "metrics": metrics,
+                "quarantines": quarantines, "notes": notes}
+    finally:
+        spark.stop()
+
+
+def _reader_main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point of ``python -m sdp_expect.report.reader`` (the reader process)."""
+    parser = argparse.ArgumentParser(prog="python -m sdp_expect.report.reader",
+                                     description="Read the data-quality tables (internal).")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--catalog")
+    parser.add_argument("--database")
+    parser.add_argument("--remote")
+    parser.add_argument("--sample", type=int, default=DEFAULT_SAMPLE)
+    parser.add_argument("--conf", action="append", default=[])
+    options = parser.parse_args(argv)
+    found = _read_in_this_process(options)
+    with open(options.out, "w", encoding="utf-8") as handle:
+        json.dump(found, handle)
+    return 0
+
+
+def load_history(folder: Path) -> dict[str, Any]:
+    """The summaries ``sdp-expect run`` kept in the project (empty when none)."""
+    path = folder / HISTORY_FILE
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def save_history(folder: Path, report: QualityReport) -> None:
+    """Keep the summary of every dataset this run updated (an unwritable folder is ignored)."""
+    data = load_history(folder)
+    kept = dict(data.get("datasets", {}))
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    for summary in report.datasets:
+        if summary.status == UPDATED and summary.has_numbers:
+            kept[summary.dataset] = {"recorded_at": now, "summary": summary_dict(summary)}
+    data["datasets"] = kept
+    data["last_run"] = {"finished_at": now, "status": report.run_status,
+                        "violations": [violation_dict(v, parsed=False)
+                                       for v in report.violations]}
+    path = folder / HISTORY_FILE
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=1)
+    except OSError:
+        pass
+
+
+if __name__ == "__main__":
+    raise SystemExit(_reader_main())

@@ -1,0 +1,153 @@
+"""The data-quality report as text for a person, ANSI-coloured on a terminal.
+
+:func:`paint` and :func:`use_color` colour the output of ``sdp-expect run`` too.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Optional, Sequence, TextIO
+
+from sdp_expect.report.model import (
+    FAILED,
+    LAST_SUCCESS,
+    NO_SUCCESS,
+    NOT_RUN,
+    SKIPPED,
+    UPDATED,
+    DatasetSummary,
+    QualityReport,
+)
+from sdp_expect.violation import Violation, names_text
+
+__all__ = ["paint", "to_text", "use_color", "violation_lines"]
+
+
+def use_color(choice: str, stream: TextIO) -> bool:
+    """Whether to colour output: ``always``, ``never``, or ``auto`` (a terminal, NO_COLOR unset)."""
+    if choice == "always":
+        return True
+    if choice == "never":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) and "NO_COLOR" not in os.environ \
+        and os.environ.get("TERM") != "dumb"
+
+
+_STYLES = {
+    "bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "magenta": "35",
+    "cyan": "36", "bold red": "1;31", "bold green": "1;32", "bold yellow": "1;33",
+    "reverse red": "1;41;97",
+}
+
+
+def paint(text: str, style: str, enabled: bool) -> str:
+    """``text`` in an ANSI terminal style when ``enabled``, else unchanged."""
+    if not enabled or not text:
+        return text
+    return f"\x1b[{_STYLES[style]}m{text}\x1b[0m"
+
+
+_ACTION_STYLE = {"warn": "yellow", "drop": "magenta", "fail": "bold red"}
+_STATUS_TEXT = {
+    UPDATED: "updated in this run",
+    FAILED: "FAILED in this run",
+    SKIPPED: "skipped in this run (an upstream flow failed)",
+    NOT_RUN: "not updated by this run (numbers of its last update)",
+    LAST_SUCCESS: "last successful update",
+    NO_SUCCESS: "no successful update recorded",
+}
+
+
+def _percent(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.1f}%"
+
+
+def _kind(summary: DatasetSummary) -> str:
+    return ("streaming table, counts since its last full refresh" if summary.streaming
+            else "materialized view")
+
+
+def _status_line(summary: DatasetSummary, color: bool) -> str:
+    text = _STATUS_TEXT.get(summary.status, summary.status)
+    if summary.recorded_at:
+        text += f" (kept by sdp-expect run at {summary.recorded_at})"
+    if summary.status == FAILED:
+        return paint(text, "bold red", color)
+    if summary.status in (SKIPPED, NO_SUCCESS):
+        return paint(text, "yellow", color)
+    return paint(text, "dim", color)
+
+
+def violation_lines(violation: Violation, color: bool, indent: str = "") -> list[str]:
+    """A violated fail rule and its record, highlighted (names quoted as in the message)."""
+    names = names_text(violation.expectations)
+    noun = "expectation" if len(violation.expectations) == 1 else "expectations"
+    return [
+        indent + paint(f"FAILED: {noun} {names} violated by the record", "bold red", color),
+        indent + "  " + paint(violation.record, "reverse red", color),
+    ]
+
+
+def _rule_table(summary: DatasetSummary, color: bool) -> list[str]:
+    header = ("rule", "action", "passed", "failed", "failed %")
+    rows = [(r.expectation, r.action, str(r.passed_records), str(r.failed_records),
+             _percent(r.failure_percentage)) for r in summary.rules]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: Sequence[str], styles: Sequence[Optional[str]]) -> str:
+        parts = []
+        for index, (cell, style) in enumerate(zip(cells, styles, strict=True)):
+            padded = cell.ljust(widths[index]) if index < 2 else cell.rjust(widths[index])
+            parts.append(paint(padded, style, color) if style else padded)
+        return "    " + "  ".join(parts).rstrip()
+
+    out = [line(header, ["dim"] * len(header))]
+    for rule, cells in zip(summary.rules, rows, strict=True):
+        bad = rule.failed_records > 0
+        style = _ACTION_STYLE.get(rule.action) if bad else None
+        out.append(line(cells, [None, _ACTION_STYLE.get(rule.action), None, style, style]))
+    return out
+
+
+def to_text(report: QualityReport, *, color: bool = False, title: str = "Data quality") -> str:
+    """The summary as text for a person (ANSI colours when ``color``)."""
+    where = ".".join(part for part in (report.catalog, report.database) if part)
+    count = len(report.datasets)
+    lines = [paint(f"== {title}" + (f" ({where})" if where else "")
+                   + f": {count} dataset{'s' if count != 1 else ''} with expectations",
+                   "bold", color)]
+    shown: set[Violation] = set()
+    for summary in report.datasets:
+        lines.append("")
+        lines.append(f"{paint(summary.dataset, 'bold', color)}  {_kind(summary)}, "
+                     + _status_line(summary, color))
+        for violation in summary.violations:
+            lines.extend(violation_lines(violation, color, "  "))
+            shown.add(violation)
+        if summary.has_numbers:
+            dropped = f"{summary.dropped_records} dropped"
+            if summary.dropped_records:
+                dropped = paint(dropped, "magenta", color)
+            facts = [f"{summary.total_records} records", dropped]
+            if summary.quarantine is not None:
+                facts.append(f"quarantine {summary.quarantine.table}: "
+                             f"{summary.quarantine.records} records")
+            lines.append("  " + ", ".join(facts))
+            lines.extend(_rule_table(summary, color))
+        elif summary.status == FAILED:
+            lines.append("  no metrics: a failed update records none")
+        else:
+            lines.append("  no metrics recorded")
+    for violation in report.violations:
+        if violation not in shown:
+            lines.append("")
+            lines.append(f"{paint(violation.dataset, 'bold', color)}  "
+                         + paint("FAILED in this run", "bold red", color))
+            lines.extend(violation_lines(violation, color, "  "))
+    for note in report.notes:
+        lines.append(paint(f"note: {note}", "yellow", color))
+    if not report.datasets and not report.violations:
+        lines.append("No <dataset>_dq_metrics tables found: no dataset with expectations "
+                     "has been updated yet (run `sdp-expect run`).")
+    return "\n".join(lines) + "\n"
