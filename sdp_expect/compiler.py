@@ -1,10 +1,11 @@
 """The one compiler: expectations in, Spark query logic out.
 
 Every front end (Python decorators, Databricks SQL, rule files) hands this
-module a :class:`~sdp_expect.model.DatasetRules`; it returns Spark
-the same logic as Spark SQL text and as ``DataFrame`` transformations built
-from that text. Nothing here runs a
-Spark action or asks Spark to analyse a plan: the functions only build plans.
+module a :class:`~sdp_expect.model.DatasetRules`; it returns the Spark logic
+of the rules as Spark SQL text, and nothing else: which datasets and flows
+carry that logic is :mod:`sdp_expect.plan`'s decision, and applying the text to
+DataFrames is :mod:`sdp_expect.emit_python`'s (with ``selectExpr``/``where``
+only). This module imports no pyspark.
 
 The meaning of a rule, in one place:
 
@@ -21,14 +22,9 @@ The meaning of a rule, in one place:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-
 from sdp_expect import violation
-from sdp_expect.errors import SdpExpectError
 from sdp_expect.model import Action, DatasetKind, DatasetRules, Expectation
 from sdp_expect.names import (
     DROPPED_FLAG_COLUMN,
@@ -44,83 +40,13 @@ from sdp_expect.sqltokens import sql_string
 __all__ = [
     "FAILED_EXPECTATIONS_COLUMN",
     "METRICS_COLUMNS",
-    "NO_RETRY_CONF",
-    "CompanionPlan",
     "DatasetKind",
     "RuleLogic",
     "metrics_comment",
-    "plan_companions",
-    "quarantine_flow_name",
-    "record_log_flow_name",
     "quarantine_comment",
     "record_log_comment",
     "sql_string",
 ]
-
-NO_RETRY_CONF = {"spark.sql.pipelines.maxFlowRetryAttempts": "0"}
-"""Per-flow setting for flows with fail rules: a failed expectation is not retried."""
-
-
-@dataclass(frozen=True)
-class CompanionPlan:
-    """The companion datasets of one dataset (names, or None when absent).
-
-    :param quarantine: The quarantine dataset (same kind as the dataset).
-    :param record_log: Streaming tables only: the internal streaming table
-        that keeps, per record, which rules it violated, so that the metrics
-        can be cumulative.
-    :param metrics: The ``<dataset>_dq_metrics`` materialized view.
-    """
-
-    quarantine: Optional[str] = None
-    record_log: Optional[str] = None
-    metrics: Optional[str] = None
-
-    def names(self) -> tuple[str, ...]:
-        """The names of the companion datasets there are."""
-        return tuple(name for name in (self.quarantine, self.record_log, self.metrics) if name)
-
-
-def quarantine_flow_name(flow: str) -> str:
-    """The flow that feeds a streaming table's quarantine from the table's flow ``flow``."""
-    return f"{flow}_to_quarantine"
-
-
-def record_log_flow_name(flow: str) -> str:
-    """The flow that feeds a streaming table's record log from the table's flow ``flow``."""
-    return f"{flow}_to_dq_records"
-
-
-def plan_companions(
-    rules: DatasetRules, options: PipelineOptions, kind: DatasetKind
-) -> CompanionPlan:
-    """Decide which companion datasets a dataset gets (contract sections 5 and 6).
-
-    :param rules: The dataset's expectations and per-dataset settings.
-    :param options: The pipeline-wide settings.
-    :param kind: The dataset's kind.
-    :raises SdpExpectError: SDPX-DEF-106 for quarantine on a temporary view.
-    """
-    if kind is DatasetKind.TEMPORARY_VIEW:
-        if rules.quarantine is not None:
-            raise SdpExpectError("SDPX-DEF-106", dataset=rules.dataset)
-        return CompanionPlan()
-    if rules.quarantine is not None:
-        quarantine: Optional[str] = rules.quarantine.resolve(rules.dataset)
-    elif options.quarantine and rules.of(Action.DROP):
-        quarantine = f"{rules.dataset}_quarantine"
-    else:
-        quarantine = None
-    wants_metrics = not rules.empty and (
-        rules.metrics if rules.metrics is not None else options.metrics
-    )
-    metrics = f"{rules.dataset}_dq_metrics" if wants_metrics else None
-    record_log = (
-        f"{rules.dataset}_dq_records"
-        if metrics is not None and kind is DatasetKind.STREAMING_TABLE
-        else None
-    )
-    return CompanionPlan(quarantine=quarantine, record_log=record_log, metrics=metrics)
 
 
 def _balanced(terms: list[str], operator: str, empty: str) -> str:
@@ -159,10 +85,10 @@ def _embedded(constraint: str) -> str:
 class RuleLogic:
     """The Spark logic of one dataset's expectations.
 
-    Every piece is built once, as Spark SQL text; the DataFrame methods apply
-    that text with ``expr``/``where``/``selectExpr`` (Python front end) and the
-    ``*_select`` methods wrap it in ``SELECT`` statements (SQL translation).
-    Both therefore run exactly the same expressions.
+    Every piece is built once, as Spark SQL text; :mod:`sdp_expect.emit_python`
+    applies that text with ``expr``/``where``/``selectExpr`` (Python front end)
+    and the ``*_select`` methods wrap it in ``SELECT`` statements (SQL
+    translation). Both therefore run exactly the same expressions.
 
     :param rules: The dataset's expectations, in declaration order.
     :param options: The pipeline-wide settings (the NULL policy).
@@ -222,15 +148,6 @@ class RuleLogic:
         """True when a violation fails the flow."""
         return bool(self.rules.of(Action.FAIL))
 
-    def flow_conf(self, user_conf: Optional[dict[str, str]]) -> dict[str, str]:
-        """The flow's Spark conf: the user's, plus no retries when there are fail rules.
-
-        A value the user set explicitly wins.
-        """
-        conf = dict(NO_RETRY_CONF) if self.has_fail_rules() else {}
-        conf.update(user_conf or {})
-        return conf
-
     def target_condition(self) -> Optional[str]:
         """The target's filter, or None when every record is written unchecked."""
         if not self.rules.of(Action.DROP) and not self.has_fail_rules():
@@ -241,6 +158,15 @@ class RuleLogic:
         """The quarantine's filter: dropped records; fail rules checked."""
         return self.guarded(f"NOT {self.kept()}")
 
+    def quarantine_columns(self) -> list[str]:
+        """The quarantine's columns: the record's, plus ``_failed_expectations``."""
+        return ["*", f"{self.failed_names()} AS {FAILED_EXPECTATIONS_COLUMN}"]
+
+    def metrics_condition(self) -> Optional[str]:
+        """The filter of the records a materialized view's metrics count: None, or
+        the fail check (a violated fail rule raises)."""
+        return self.guarded("true") if self.has_fail_rules() else None
+
     def record_log_columns(self) -> list[str]:
         """A streaming table's record log: dropped or not, and the rules violated."""
         return [
@@ -248,7 +174,8 @@ class RuleLogic:
             f"{self.failed_names()} AS {FAILED_EXPECTATIONS_COLUMN}",
         ]
 
-    def _counts_from_query(self) -> list[str]:
+    def counts_from_query(self) -> list[str]:
+        """The one-row counts ``(total, dropped, failed[])`` over the query's records."""
         return [
             "count(1) AS total",
             f"count_if(NOT {self.kept()}) AS dropped",
@@ -256,7 +183,8 @@ class RuleLogic:
                                  for e in self.rules.expectations) + ") AS failed",
         ]
 
-    def _counts_from_record_log(self) -> list[str]:
+    def counts_from_record_log(self) -> list[str]:
+        """The one-row counts ``(total, dropped, failed[])`` over a record log."""
         return [
             "count(1) AS total",
             f"count_if({DROPPED_FLAG_COLUMN}) AS dropped",
@@ -265,7 +193,7 @@ class RuleLogic:
                 for e in self.rules.expectations) + ") AS failed",
         ]
 
-    def _metrics_rows(self) -> str:
+    def metrics_rows(self) -> str:
         """One row per expectation from the one-row ``(total, dropped, failed[])`` counts.
 
         The rows are generated from the counts' row itself rather than joined
@@ -294,50 +222,23 @@ class RuleLogic:
             "'dropped_records', CAST(dropped AS BIGINT))))"
         )
 
-    # -- DataFrames (Python front end) -------------------------------------------------
-    def rule_check(self, query: DataFrame, expectation: Expectation) -> DataFrame:
-        """The query with one column: ``expectation``'s constraint alone, as written.
+    def rule_check_column(self, expectation: Expectation) -> str:
+        """The one column of a rule's check view: its constraint alone, as written.
 
-        sdp-expect registers it as an unread temporary view per rule: SDP analyses it
-        (dry-run and run) but never executes it, and a constraint that Spark cannot
-        resolve fails exactly that view's flow, which names the rule.
+        sdp-expect registers a check view per rule (:func:`sdp_expect.plan.rule_checks`):
+        SDP analyses it (dry-run and run) but never executes it, and a constraint that
+        Spark cannot resolve fails exactly that view's flow, which names the rule.
         """
-        return query.selectExpr(f"{_embedded(expectation.constraint)} AS _sdpx_check")
+        return f"{_embedded(expectation.constraint)} AS _sdpx_check"
 
+    # -- SELECT statements (SQL translation) -------------------------------------------
     def rule_check_select(self, source: str, expectation: Optional[Expectation]) -> str:
-        """``SELECT`` of :meth:`rule_check` from the relation ``source`` (the query alone
+        """``SELECT`` of a check view from the relation ``source`` (the query alone
         when ``expectation`` is None)."""
         if expectation is None:
             return f"SELECT * FROM {source}"
-        return f"SELECT {_embedded(expectation.constraint)} AS _sdpx_check FROM {source}"
+        return f"SELECT {self.rule_check_column(expectation)} FROM {source}"
 
-    def target(self, query: DataFrame) -> DataFrame:
-        """The records written to the dataset: the kept ones; fail rules checked."""
-        condition = self.target_condition()
-        return query if condition is None else query.where(F.expr(condition))
-
-    def quarantine(self, query: DataFrame) -> DataFrame:
-        """The dropped records with ``_failed_expectations``; fail rules checked."""
-        dropped = query.where(F.expr(self.quarantine_condition()))
-        # A projection, not withColumn: Spark Connect analyses the input of withColumn
-        # while planning it, which binds a pipeline dataset to the catalog table of the
-        # previous update instead of to the graph (the flow then stops waiting for it).
-        return dropped.selectExpr("*", f"{self.failed_names()} AS {FAILED_EXPECTATIONS_COLUMN}")
-
-    def record_log(self, query: DataFrame) -> DataFrame:
-        """Per record: dropped or not, and the names of the rules it violated."""
-        return query.selectExpr(*self.record_log_columns())
-
-    def metrics_from_query(self, query: DataFrame) -> DataFrame:
-        """``<dataset>_dq_metrics`` of one update, counted from the query's records."""
-        checked = query.where(F.expr(self.guarded("true"))) if self.has_fail_rules() else query
-        return checked.selectExpr(*self._counts_from_query()).selectExpr(self._metrics_rows())
-
-    def metrics_from_record_log(self, log: DataFrame) -> DataFrame:
-        """``<dataset>_dq_metrics`` of a streaming table, counted from its record log."""
-        return log.selectExpr(*self._counts_from_record_log()).selectExpr(self._metrics_rows())
-
-    # -- SELECT statements (SQL translation) -------------------------------------------
     def target_select(self, source: str) -> str:
         """``SELECT`` of the target's records from the relation ``source``."""
         condition = self.target_condition()
@@ -346,7 +247,7 @@ class RuleLogic:
 
     def quarantine_select(self, source: str) -> str:
         """``SELECT`` of the quarantine's records from the relation ``source``."""
-        return (f"SELECT *, {self.failed_names()} AS {FAILED_EXPECTATIONS_COLUMN}\n"
+        return (f"SELECT {', '.join(self.quarantine_columns())}\n"
                 f"FROM {source}\nWHERE {self.quarantine_condition()}")
 
     def record_log_select(self, source: str) -> str:
@@ -355,12 +256,13 @@ class RuleLogic:
 
     def metrics_select_from_query(self, source: str) -> str:
         """``SELECT`` of a materialized view's metrics from the relation ``source``."""
-        where = f"\nWHERE {self.guarded('true')}" if self.has_fail_rules() else ""
-        counts = ", ".join(self._counts_from_query())
-        return (f"SELECT {self._metrics_rows()}\n"
+        condition = self.metrics_condition()
+        where = "" if condition is None else f"\nWHERE {condition}"
+        counts = ", ".join(self.counts_from_query())
+        return (f"SELECT {self.metrics_rows()}\n"
                 f"FROM (SELECT {counts}\nFROM {source}{where}) AS _sdpx_counts")
 
     def metrics_select_from_record_log(self, log: str) -> str:
         """``SELECT`` of a streaming table's metrics from its record log ``log``."""
-        counts = ", ".join(self._counts_from_record_log())
-        return f"SELECT {self._metrics_rows()}\nFROM (SELECT {counts}\nFROM {log}) AS _sdpx_counts"
+        counts = ", ".join(self.counts_from_record_log())
+        return f"SELECT {self.metrics_rows()}\nFROM (SELECT {counts}\nFROM {log}) AS _sdpx_counts"

@@ -14,6 +14,7 @@ from typing import Any, Iterable, Mapping, Optional
 
 from sdp_expect.constraint_check import check_constraint
 from sdp_expect.errors import SdpExpectError
+from sdp_expect.names import quarantine_name
 
 __all__ = [
     "Action",
@@ -153,7 +154,7 @@ class QuarantineSpec:
 
     def resolve(self, dataset: str) -> str:
         """The quarantine dataset's name for ``dataset``."""
-        return self.name or f"{dataset}_quarantine"
+        return self.name or quarantine_name(dataset)
 
 
 @dataclass

@@ -11,22 +11,60 @@ command need not import the library's registration to read what it wrote.
 from __future__ import annotations
 
 __all__ = [
-    "DEFINITIONS_VARIABLE",
     "DROPPED_FLAG_COLUMN",
     "FAILED_EXPECTATIONS_COLUMN",
     "METRICS_COLUMNS",
+    "METRICS_SUFFIX",
+    "QUARANTINE_SUFFIX",
     "metrics_comment",
+    "metrics_name",
     "quarantine_comment",
+    "quarantine_flow_name",
+    "quarantine_name",
     "record_log_comment",
+    "record_log_flow_name",
+    "record_log_name",
 ]
 
-DEFINITIONS_VARIABLE = "SDP_EXPECT_DEFINITIONS"
-"""The environment variable naming the file where definitions are recorded (JSON lines).
+QUARANTINE_SUFFIX = "_quarantine"
+"""Appended to a dataset's name: its quarantine, unless the user names one."""
 
-``sdp-expect run`` and ``dry-run`` set it for their ``spark-pipelines`` child and read
-the file back: which check view stands for which expectation (written by
-:mod:`sdp_expect.registration`). Values, never text that was printed.
-"""
+METRICS_SUFFIX = "_dq_metrics"
+"""Appended to a dataset's name: its metrics materialized view."""
+
+RECORD_LOG_SUFFIX = "_dq_records"
+"""Appended to a streaming table's name: its record log."""
+
+QUARANTINE_FLOW_SUFFIX = "_to_quarantine"
+"""Appended to a flow's name: the flow that feeds the table's quarantine."""
+
+RECORD_LOG_FLOW_SUFFIX = "_to_dq_records"
+"""Appended to a flow's name: the flow that feeds the table's record log."""
+
+
+def quarantine_name(dataset: str) -> str:
+    """The default quarantine of ``dataset`` (``@dp.quarantine()`` without a name)."""
+    return f"{dataset}{QUARANTINE_SUFFIX}"
+
+
+def metrics_name(dataset: str) -> str:
+    """The metrics materialized view of ``dataset``."""
+    return f"{dataset}{METRICS_SUFFIX}"
+
+
+def record_log_name(dataset: str) -> str:
+    """The record log of the streaming table ``dataset``."""
+    return f"{dataset}{RECORD_LOG_SUFFIX}"
+
+
+def quarantine_flow_name(flow: str) -> str:
+    """The flow that feeds a streaming table's quarantine from the table's flow ``flow``."""
+    return f"{flow}{QUARANTINE_FLOW_SUFFIX}"
+
+
+def record_log_flow_name(flow: str) -> str:
+    """The flow that feeds a streaming table's record log from the table's flow ``flow``."""
+    return f"{flow}{RECORD_LOG_FLOW_SUFFIX}"
 
 FAILED_EXPECTATIONS_COLUMN = "_failed_expectations"
 """The quarantine's extra column: names of all warn and drop rules a record violated."""

@@ -30,24 +30,23 @@ from pyspark.pipelines.source_code_location import (
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
-from sdp_expect.compiler import (
-    CompanionPlan,
-    DatasetKind,
-    RuleLogic,
-    metrics_comment,
-    plan_companions,
-    quarantine_comment,
-    quarantine_flow_name,
-    record_log_comment,
-    record_log_flow_name,
-)
+from sdp_expect.emit_python import DATASET_DECORATORS, emit, returning
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.model import (
     Action,
+    DatasetKind,
     DatasetRules,
     Expectation,
     QuarantineSpec,
     make_expectation,
+)
+from sdp_expect.plan import (
+    Where,
+    plan_append_flow,
+    plan_auto_cdc_flow,
+    plan_dataset,
+    plan_declared_table,
+    plan_unchecked_dataset,
 )
 from sdp_expect.registration import (
     evaluate_query,
@@ -55,9 +54,7 @@ from sdp_expect.registration import (
     is_streaming,
     located,
     note_datasets,
-    record_definition,
     registering,
-    rule_checks,
 )
 from sdp_expect.spark_version import SCD_TYPE_2, spark_has
 
@@ -312,23 +309,6 @@ def metrics(enabled: bool = True) -> Decorator:
 # ---------------------------------------------------------------------------------------------
 # Datasets and flows
 # ---------------------------------------------------------------------------------------------
-_SDP_DECORATORS: Dict[DatasetKind, Callable[..., Any]] = {
-    DatasetKind.MATERIALIZED_VIEW: _sdp.materialized_view,
-    DatasetKind.STREAMING_TABLE: _sdp.table,
-    DatasetKind.TEMPORARY_VIEW: _sdp.temporary_view,
-}
-
-
-def _returning(df: DataFrame, like: Callable[..., Any]) -> QueryFunction:
-    def query() -> DataFrame:
-        return df
-
-    query.__name__ = getattr(like, "__name__", "query")
-    query.__qualname__ = getattr(like, "__qualname__", query.__name__)
-    query.__doc__ = getattr(like, "__doc__", None)
-    return query
-
-
 def _resolve_rules(name: str, pending: _Pending) -> DatasetRules:
     rules = DatasetRules(dataset=name, quarantine=pending.quarantine, metrics=pending.metrics)
     for source in pending.sources:
@@ -356,103 +336,16 @@ def _define_dataset(kind: Optional[DatasetKind], func: Any, options: Dict[str, A
         kind = DatasetKind.STREAMING_TABLE if is_streaming(query) else DatasetKind.MATERIALIZED_VIEW
     if pending is None:
         with located(location), registering(name):
-            _SDP_DECORATORS[kind](**options)(_returning(query, func))
-        state.flow_targets.add(name)
+            DATASET_DECORATORS[kind](**options)(returning(query, func))
+        plan_unchecked_dataset(name, state=state)
         note_datasets(name)
         return
     rules = _resolve_rules(name, pending)
-    companions = plan_companions(rules, state.options, kind)
-    logic = RuleLogic(rules, state.options)
-    options = dict(options, name=name, spark_conf=logic.flow_conf(options.get("spark_conf")))
+    plan = plan_dataset(rules, kind, state.options, state=state, where=Where(_where(location)),
+                        spark_conf=options.get("spark_conf"), format=options.get("format"))
     with located(location), registering(name):
-        _SDP_DECORATORS[kind](**options)(_returning(logic.target(query), func))
-        if kind is DatasetKind.STREAMING_TABLE:
-            _declare_table_companions(logic, companions, options.get("format"))
-            state.table_rules[name] = (logic, companions)
-        _add_companion_flows(logic, companions, kind, query, name)
-        _add_rule_checks(logic, companions, query, name)
-    state.flow_targets.add(name)
-    note_datasets(name, *companions.names())
-
-
-def _declare_table_companions(logic: RuleLogic, companions: CompanionPlan,
-                              table_format: Optional[str]) -> None:
-    """The companion tables of a streaming table, which each of its flows appends to.
-
-    They take the table's format: several flows append to them exactly as to the
-    table, so they need the same support for concurrent appends.
-    """
-    dataset = logic.rules.dataset
-    formatted = _drop_none(format=table_format)
-    if companions.quarantine:
-        _sdp.create_streaming_table(
-            companions.quarantine,
-            comment=quarantine_comment(dataset),
-            **formatted,
-        )
-    if companions.record_log:
-        _sdp.create_streaming_table(
-            companions.record_log,
-            comment=record_log_comment(dataset),
-            **formatted,
-        )
-    if companions.metrics and companions.record_log:
-        log_name = companions.record_log
-        spark = _active_spark()
-
-        def metrics_query() -> DataFrame:
-            return logic.metrics_from_record_log(spark.read.table(log_name))
-
-        _sdp.materialized_view(
-            name=companions.metrics,
-            comment=metrics_comment(dataset, streaming=True),
-        )(metrics_query)
-
-
-def _add_companion_flows(logic: RuleLogic, companions: CompanionPlan, kind: DatasetKind,
-                         query: DataFrame, flow_name: str) -> None:
-    """The companion flows for one flow of the dataset, reading the same query."""
-    dataset = logic.rules.dataset
-    conf = logic.flow_conf(None)
-    if kind is DatasetKind.MATERIALIZED_VIEW:
-        if companions.quarantine:
-            _sdp.materialized_view(
-                name=companions.quarantine,
-                comment=quarantine_comment(dataset),
-                spark_conf=conf,
-            )(_returning(logic.quarantine(query), logic.quarantine))
-        if companions.metrics:
-            _sdp.materialized_view(
-                name=companions.metrics,
-                comment=metrics_comment(dataset, streaming=False),
-                spark_conf=conf,
-            )(_returning(logic.metrics_from_query(query), logic.metrics_from_query))
-        return
-    if kind is DatasetKind.STREAMING_TABLE:
-        if companions.quarantine:
-            _sdp.append_flow(
-                target=companions.quarantine, name=quarantine_flow_name(flow_name), spark_conf=conf
-            )(_returning(logic.quarantine(query), logic.quarantine))
-        if companions.record_log:
-            _sdp.append_flow(
-                target=companions.record_log, name=record_log_flow_name(flow_name), spark_conf=conf
-            )(_returning(logic.record_log(query), logic.record_log))
-
-
-def _add_rule_checks(logic: RuleLogic, companions: CompanionPlan, query: DataFrame,
-                     flow_name: str) -> None:
-    """The unread check views of one flow (:func:`sdp_expect.registration.rule_checks`)."""
-    for check in rule_checks(logic, companions, flow_name):
-        checked = query if check.expectation is None else logic.rule_check(query,
-                                                                           check.expectation)
-        _sdp.temporary_view(name=check.view)(_returning(checked, logic.rule_check))
-        record_definition(check.definition)
-
-
-def _active_spark() -> Any:
-    from pyspark.sql import SparkSession
-
-    return SparkSession.active()
+        emit(plan, query, func, dict(options, name=name))
+    note_datasets(name, *plan.companions.names())
 
 
 @overload
@@ -667,18 +560,14 @@ def create_streaming_table(
                                partition_cols=partition_cols, cluster_by=cluster_by,
                                schema=schema, format=format)
     state = graph_state()
+    plan = plan_declared_table(rules, state.options, state=state, where=Where(_where(location)),
+                               format=format)
     with located(location):
-        _sdp.create_streaming_table(name, **table_options)
-        if rules.empty and rules.quarantine is None:
-            note_datasets(name)
-            return
-        if name in state.flow_targets:
-            raise SdpExpectError("SDPX-DEF-105", dataset=name, location=_where(location))
-        logic = RuleLogic(rules, state.options)
-        companions = plan_companions(rules, state.options, DatasetKind.STREAMING_TABLE)
-        _declare_table_companions(logic, companions, format)
-        state.table_rules[name] = (logic, companions)
-    note_datasets(name, *companions.names())
+        if plan is None:
+            _sdp.create_streaming_table(name, **table_options)
+        else:
+            emit(plan, None, create_streaming_table, table_options)
+    note_datasets(name, *(plan.companions.names() if plan is not None else ()))
 
 
 def append_flow(
@@ -706,21 +595,14 @@ def append_flow(
             code = "SDPX-DEF-104" if target in state.sinks else "SDPX-DEF-103"
             raise SdpExpectError(code, f"expectations on append_flow {flow_name!r} into "
                                  f"{target!r}", dataset=target, location=_where(location))
-        entry = state.table_rules.get(target)
         query = evaluate_query(func, flow_name, reader=target, where=_where(location))
+        plan = plan_append_flow(target, flow_name, state=state, spark_conf=spark_conf)
         with located(location), registering(target):
-            if entry is None:
+            if plan is None:
                 _sdp.append_flow(target=target, name=name, spark_conf=spark_conf)(
-                    _returning(query, func))
+                    returning(query, func))
             else:
-                logic, companions = entry
-                _sdp.append_flow(target=target, name=flow_name,
-                                 spark_conf=logic.flow_conf(spark_conf))(
-                    _returning(logic.target(query), func))
-                _add_companion_flows(logic, companions, DatasetKind.STREAMING_TABLE, query,
-                                     flow_name)
-                _add_rule_checks(logic, companions, query, flow_name)
-        state.flow_targets.add(target)
+                emit(plan, query, func)
 
     return outer
 
@@ -757,9 +639,7 @@ if _SDP_AUTO_CDC is not None:  # Spark 4.2+
         :param kwargs: The other keyword arguments of the same.
         """
         location = get_caller_source_code_location(stacklevel=1)
-        state = graph_state()
-        if target in state.table_rules:
-            raise SdpExpectError("SDPX-DEF-108", dataset=target, location=_where(location))
+        plan_auto_cdc_flow(target, state=graph_state(), where=Where(_where(location)))
         scd_type = kwargs.get("stored_as_scd_type", args[5] if len(args) > 5 else None)
         if str(scd_type) == "2" and not spark_has(SCD_TYPE_2, _pyspark.__version__):
             raise _missing("SCD type 2 in create_auto_cdc_flow", SCD_TYPE_2).with_context(
@@ -767,7 +647,6 @@ if _SDP_AUTO_CDC is not None:  # Spark 4.2+
         with located(location):
             assert _SDP_AUTO_CDC is not None
             _SDP_AUTO_CDC(target, source, *args, **kwargs)
-        state.flow_targets.add(target)
 
 
 class MissingFeatureError(SdpExpectError, AttributeError):

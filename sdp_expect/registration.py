@@ -22,9 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import json
 import os
-import re
 import sys
 import weakref
 from dataclasses import dataclass, field
@@ -41,12 +39,7 @@ from pyspark.pipelines.source_code_location import SourceCodeLocation
 from pyspark.sql import DataFrame, SparkSession
 
 import sdp_expect
-from sdp_expect.compiler import (
-    CompanionPlan,
-    RuleLogic,
-    quarantine_flow_name,
-    record_log_flow_name,
-)
+from sdp_expect.definitions import DEFINITIONS_VARIABLE, record_definition
 from sdp_expect.early_binding import (
     EarlyRead,
     describe,
@@ -55,12 +48,12 @@ from sdp_expect.early_binding import (
     table_name,
 )
 from sdp_expect.errors import SdpExpectError
-from sdp_expect.model import Expectation
-from sdp_expect.names import DEFINITIONS_VARIABLE
-from sdp_expect.options import PipelineOptions, read_options
+from sdp_expect.options import read_options
+from sdp_expect.plan import CHECK_VIEW_PREFIX, PlanState, RuleCheck, check_view_name, rule_checks
 from sdp_expect.project import library_files, spec_in
 
 __all__ = [
+    "CHECK_VIEW_PREFIX",
     "DEFINITIONS_VARIABLE",
     "GraphState",
     "RuleCheck",
@@ -126,23 +119,16 @@ def located(location: SourceCodeLocation) -> Iterator[None]:
 
 
 @dataclass
-class GraphState:
-    """What sdp-expect remembers about one dataflow graph while it is defined.
+class GraphState(PlanState):
+    """What sdp-expect remembers about one dataflow graph while it is defined: the
+    planner's state (:class:`~sdp_expect.plan.PlanState`), plus what the Python
+    API's early-binding check needs.
 
-    :param options: The pipeline-wide settings (read once per graph).
-    :param table_rules: Streaming tables whose rules apply to every flow
-        into them, by name, with what is needed to add those flows.
-    :param flow_targets: Names of datasets some flow already writes into.
-    :param sinks: Names declared with ``create_sink``.
     :param datasets: Names of the datasets defined so far (lower case).
     :param early_reads: Early-binding reads of tables not (yet) known as datasets:
         a dataset defined later under that name raises SDPX-DEF-110 for them.
     """
 
-    options: PipelineOptions
-    table_rules: dict[str, Any] = field(default_factory=dict)
-    flow_targets: set[str] = field(default_factory=set)
-    sinks: set[str] = field(default_factory=set)
     datasets: set[str] = field(default_factory=set)
     early_reads: list[tuple[EarlyRead, str, str]] = field(default_factory=list)
 
@@ -391,66 +377,6 @@ def note_datasets(*names: str) -> None:
         for read, reader, location in state.early_reads:
             if read.table.lower() == key:
                 raise _early_error(read, reader, location or None)
-
-
-CHECK_VIEW_PREFIX = "_sdpx_check_"
-
-
-def check_view_name(flow: str, number: int) -> str:
-    """The temporary view that checks rule ``number`` (1-based; 0: the query alone) of ``flow``."""
-    return f"{CHECK_VIEW_PREFIX}{re.sub(r'[^0-9A-Za-z_]', '_', flow)}_{number}"
-
-
-@dataclass(frozen=True)
-class RuleCheck:
-    """One unread temporary view that checks a flow's query or one of its rules.
-
-    :param view: The view's name (:func:`check_view_name`).
-    :param expectation: The rule it checks; None: the query alone.
-    :param definition: What the definitions file records of it (JSON values).
-    """
-
-    view: str
-    expectation: Optional[Expectation]
-    definition: dict[str, Any]
-
-
-def rule_checks(logic: RuleLogic, companions: CompanionPlan, flow: str) -> list[RuleCheck]:
-    """The check views of one flow of a dataset with expectations: the query alone, then
-    one per rule, for the Python API and the SQL front end alike.
-
-    SDP analyses every flow in ``dry-run`` and ``run`` but executes no view that nothing
-    reads: a constraint Spark cannot resolve fails exactly its own view's flow, whose
-    name the definitions file maps to the dataset, the expectation and its ``file:line``
-    (SDPX-DEF-111 in ``sdp-expect run``). The view of the query alone tells a broken
-    query (every view fails) from a broken constraint. The definition of the query's
-    view lists the flows a broken constraint also fails (the dataset's, its companions').
-    """
-    dataset = logic.rules.dataset
-    derived = [flow, *companions.names(), quarantine_flow_name(flow), record_log_flow_name(flow)]
-    base = check_view_name(flow, 0)
-    checks = [RuleCheck(base, None, {"kind": "query", "view": base, "dataset": dataset,
-                                     "flow": flow, "derived": derived})]
-    for number, expectation in enumerate(logic.rules.expectations, start=1):
-        view = check_view_name(flow, number)
-        checks.append(RuleCheck(view, expectation, {
-            "kind": "check", "view": view, "dataset": dataset, "flow": flow,
-            "expectation": expectation.name, "constraint": expectation.constraint,
-            "action": expectation.action.value, "location": expectation.origin,
-            "query_view": base}))
-    return checks
-
-
-def record_definition(entry: dict[str, Any]) -> None:
-    """Append one fact about the graph to the definitions file, when one is asked for."""
-    path = os.environ.get(DEFINITIONS_VARIABLE)
-    if not path:
-        return
-    try:
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
-    except OSError:  # the file only improves the messages of sdp-expect run
-        pass
 
 
 def is_streaming(query: DataFrame) -> bool:

@@ -34,7 +34,7 @@ from sdp_expect.dbsql.render import (
 from sdp_expect.dbsql.statements import DatasetStatement, Statement
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.options import PipelineOptions, read_options
-from sdp_expect.registration import GraphState, graph_state, note_datasets, real_registry
+from sdp_expect.plan import PlanState
 
 __all__ = ["Translation", "include", "translate", "translate_files", "translation_errors"]
 
@@ -61,6 +61,8 @@ def include(pattern: str) -> list[Translation]:
         mistakes, naming the SQL file and line.
     """
     from pyspark.pipelines.source_code_location import get_caller_source_code_location
+
+    from sdp_expect.registration import graph_state, note_datasets, real_registry
 
     caller = get_caller_source_code_location(stacklevel=1)
     base_dir = os.path.dirname(os.path.abspath(caller.filename))
@@ -100,7 +102,7 @@ def translate(text: str, file: str = "<sql>", *, conf: Optional[Mapping[str, str
     :raises SdpExpectError: as :func:`include` does.
     """
     options, retry = _settings(conf)
-    translator = Translator(GraphState(options=options), retry)
+    translator = Translator(PlanState(options=options), retry)
     return translator.translate(parse(text, file, base_dir=base_dir), file).text
 
 
@@ -117,7 +119,7 @@ def translate_files(paths: Sequence[str], *,
         cannot be read.
     """
     options, retry = _settings(conf)
-    translator = Translator(GraphState(options=options), retry)
+    translator = Translator(PlanState(options=options), retry)
     return [_translate_file(translator, os.path.abspath(path), path) for path in paths]
 
 
@@ -135,7 +137,7 @@ def translation_errors(statements: Sequence[Statement], file: str, *,
     :param conf: Pipeline settings, as for :func:`translate`.
     """
     options, retry = _settings(conf)
-    translator = Translator(GraphState(options=options), retry)
+    translator = Translator(PlanState(options=options), retry)
     errors = []
     for statement in statements:
         try:

@@ -21,7 +21,7 @@ from sdp_expect.cli.run_output import (
     ChildOutput,
     spark_reason,
 )
-from sdp_expect.names import DEFINITIONS_VARIABLE
+from sdp_expect.definitions import DEFINITIONS_VARIABLE
 
 CASES = {
     # kind: (constraint, what Spark's reason must contain)

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from sdp_expect import violation
+from sdp_expect import emit_python, violation
 from sdp_expect.compiler import RuleLogic
 from sdp_expect.model import Action, DatasetRules, Expectation
 from sdp_expect.options import PipelineOptions
@@ -158,7 +158,7 @@ def test_parse_of_what_spark_raises_gives_back_names_dataset_and_record(
     expected = Violation(dataset, tuple(n for n, f in zip(rule_names, flags, strict=True)
                                         if f == "1"), record)
     with pytest.raises(Exception) as raised:
-        _logic(dataset, rule_names).target(frame).collect()
+        emit_python.target(_logic(dataset, rule_names), frame).collect()
     message = str(raised.value)
     assert find_all(message) == [expected], message
     assert format_message(expected) in message  # Python's format is exactly Spark's
@@ -176,7 +176,8 @@ def test_parse_of_what_spark_raises_gives_back_names_dataset_and_record(
 def test_the_plan_spark_prints_never_parses_as_a_violation(
         spark: Any, dataset: str, rule_names: list[str]) -> None:
     source = spark.range(3).selectExpr("CAST(id AS STRING) AS bad", "id")
-    plan = _logic(dataset, rule_names).target(source)._explain_string(extended=True)
+    plan = emit_python.target(_logic(dataset, rule_names), source)._explain_string(
+        extended=True)
     assert TAG in plan and "concat_ws(" in plan, plan  # the plan quotes the message's SQL
     assert find_all(plan) == [], plan
     for line in plan.splitlines():

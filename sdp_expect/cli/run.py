@@ -19,7 +19,7 @@ from typing import Any, Optional, Sequence
 
 from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, write_text
 from sdp_expect.cli.spark_pipelines import Outcome, build_command, run_pipeline
-from sdp_expect.names import DEFINITIONS_VARIABLE
+from sdp_expect.definitions import DEFINITIONS_VARIABLE
 from sdp_expect.project import Project, UsageProblem, find_spec, load_project
 from sdp_expect.report.as_json import report_dict, violation_dict
 from sdp_expect.report.build import build_report

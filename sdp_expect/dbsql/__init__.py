@@ -11,8 +11,9 @@ Four steps, each in its own module:
 * :mod:`sdp_expect.dbsql.parse` reads the tokens into the statement model of
   :mod:`sdp_expect.dbsql.statements` (expectations become the one
   :class:`~sdp_expect.model.DatasetRules` model);
-* :mod:`sdp_expect.dbsql.render` writes open-source SQL, asking
-  :mod:`sdp_expect.compiler` for every piece of expectation logic.
+* :mod:`sdp_expect.dbsql.render` writes open-source SQL: the plan of
+  :mod:`sdp_expect.plan` for every dataset with expectations, each flow's
+  logic as :mod:`sdp_expect.compiler` writes it.
 
 The public entry points are in :mod:`sdp_expect.sql`.
 """

@@ -56,6 +56,7 @@ from sdp_expect.dbsql.statements import (
 )
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.model import Action, DatasetRules, QuarantineSpec, make_expectation
+from sdp_expect.plan import Where, auto_cdc_target_error
 from sdp_expect.spark_version import AUTO_CDC_IN_SQL, spark_has
 from sdp_expect.sqltokens import SqlTokenError, Token, TokenKind, is_keyword, matching_paren
 
@@ -631,10 +632,8 @@ class _Statement:
             raise cursor.unsupported(token, "AUTO CDC (on this Spark)", _AUTO_CDC_FIX,
                                      dataset=statement.name.dataset)
         if not statement.rules.empty:
-            raise SdpExpectError("SDPX-DEF-108", dataset=statement.name.dataset,
-                                 location=str(statement.position),
-                                 fix="put the CONSTRAINT ... EXPECT clauses on the dataset the "
-                                 "Auto CDC flow reads (e.g. a temporary view)")
+            raise auto_cdc_target_error(statement.name.dataset,
+                                        Where(str(statement.position), sql=True))
         passed = self._pass_through_without_refresh()
         passed.flow_target = statement.name.dataset
         return passed

@@ -3,10 +3,11 @@
 :class:`Translator` turns the statements of Databricks SQL files into SQL
 that open-source Spark Declarative Pipelines reads, for one pipeline graph:
 it builds the same datasets and flows, with the same names and kinds, as the
-Python API of :mod:`sdp_expect.pipelines` does, and it asks
-:class:`~sdp_expect.compiler.RuleLogic` and
-:func:`~sdp_expect.compiler.plan_companions` for every piece of expectation
-logic. What a rule means is decided there, never here.
+Python API of :mod:`sdp_expect.pipelines` does: it asks :mod:`sdp_expect.plan`
+what each dataset with expectations becomes (its companions, flows, check
+views, the definition-time checks) and writes that plan as SQL, each flow's
+``SELECT`` written by :class:`~sdp_expect.compiler.RuleLogic`. What a rule
+means, and what the graph holds, is decided there, never here.
 
 - A materialized view with expectations becomes the filtered view, plus
   ``<name>_quarantine`` and ``<name>_dq_metrics`` materialized views.
@@ -31,18 +32,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from sdp_expect.compiler import (
-    CompanionPlan,
-    DatasetKind,
-    RuleLogic,
-    metrics_comment,
-    plan_companions,
-    quarantine_comment,
-    quarantine_flow_name,
-    record_log_comment,
-    record_log_flow_name,
-    sql_string,
-)
 from sdp_expect.dbsql.statements import (
     DatasetStatement,
     FlowStatement,
@@ -56,7 +45,9 @@ from sdp_expect.dbsql.statements import (
     UseStatement,
     summarize,
 )
+from sdp_expect.definitions import record_definition
 from sdp_expect.errors import SdpExpectError
+from sdp_expect.model import DatasetKind
 from sdp_expect.options import (
     KEY_METRICS,
     KEY_NULL_RESULT,
@@ -64,13 +55,26 @@ from sdp_expect.options import (
     PipelineOptions,
     read_options,
 )
-from sdp_expect.registration import GraphState, record_definition, rule_checks
+from sdp_expect.plan import (
+    RETRY_KEY,
+    DatasetSpec,
+    FlowSpec,
+    Plan,
+    PlanState,
+    Role,
+    Step,
+    Where,
+    plan_append_flow,
+    plan_auto_cdc_flow,
+    plan_dataset,
+    plan_declared_table,
+    plan_unchecked_dataset,
+)
+from sdp_expect.sqltokens import sql_string
 
 __all__ = ["DEFAULT_RETRY_ATTEMPTS", "RETRY_KEY", "RenderedStatement", "Translation",
            "Translator", "options_conf"]
 
-RETRY_KEY = "spark.sql.pipelines.maxFlowRetryAttempts"
-"""The Spark setting of how often SDP retries a failed flow."""
 DEFAULT_RETRY_ATTEMPTS = "2"
 """Its default in open-source SDP."""
 SOURCE_ALIAS = "_sdpx_source"
@@ -290,16 +294,16 @@ class Translator:
     gets those of a table declared in SQL, and the same mistakes raise the
     same errors (SDPX-DEF-105, -106, -108).
 
-    :param state: The graph's state (:func:`sdp_expect.registration.graph_state`,
-        or a fresh :class:`~sdp_expect.registration.GraphState` without Spark).
+    :param state: The graph's planner state (:func:`sdp_expect.registration.graph_state`,
+        or a fresh :class:`~sdp_expect.plan.PlanState` without Spark).
     :param retry_attempts: The value of ``spark.sql.pipelines.maxFlowRetryAttempts``
         in effect for the pipeline; restored after each dataset with fail rules.
     :param check_views: Add each checked flow's unread check views and record them
-        (:func:`sdp_expect.registration.rule_checks`): when the translation is
+        (:func:`sdp_expect.plan.rule_checks`): when the translation is
         registered with a pipeline, not when it is shown.
     """
 
-    def __init__(self, state: GraphState,
+    def __init__(self, state: PlanState,
                  retry_attempts: str = DEFAULT_RETRY_ATTEMPTS, *,
                  check_views: bool = False) -> None:
         self.state = state
@@ -371,12 +375,7 @@ class Translator:
         """
         target = statement.flow_target
         if target is not None:
-            if target in self.state.table_rules:
-                raise SdpExpectError(
-                    "SDPX-DEF-108", dataset=target, location=str(statement.position),
-                    fix="put the CONSTRAINT ... EXPECT clauses on the dataset the Auto CDC flow "
-                    "reads (e.g. a temporary view), not on its target")
-            self.state.flow_targets.add(target)
+            plan_auto_cdc_flow(target, state=self.state, where=_where(statement.position))
         out.statement(statement.text, statement.position)
 
     # -- datasets -------------------------------------------------------------------------
@@ -403,73 +402,12 @@ class Translator:
         if not statement.checked:
             out.statement(f"{_head(statement)}\nAS {statement.query.text}", statement.position,
                           statement.query)
-            self.state.flow_targets.add(name.dataset)
+            plan_unchecked_dataset(name.dataset, state=self.state)
             return
-        companions = self._companions(statement, scope.options)
-        logic = RuleLogic(rules, scope.options)
-        query = statement.query
-        source = _source(query)
-        checked: list[tuple[str, Optional[SqlText]]] = [
-            (f"{_head(statement)}\nAS {logic.target_select(source)}", query)]
-        after: list[str] = []
-        if kind is DatasetKind.MATERIALIZED_VIEW:
-            if companions.quarantine:
-                checked.append((
-                    f"CREATE MATERIALIZED VIEW {name.sibling(companions.quarantine)}\n"
-                    f"COMMENT {sql_string(quarantine_comment(rules.dataset))}\n"
-                    f"AS {logic.quarantine_select(source)}", query))
-            if companions.metrics:
-                checked.append((
-                    f"CREATE MATERIALIZED VIEW {name.sibling(companions.metrics)}\n"
-                    f"COMMENT {sql_string(metrics_comment(rules.dataset, streaming=False))}\n"
-                    f"AS {logic.metrics_select_from_query(source)}", query))
-        elif kind is DatasetKind.STREAMING_TABLE:
-            checked.extend((text, None) for text in
-                           _table_companions(name, logic, companions, statement.using))
-            checked.extend(_companion_flows(name, name, logic, companions, query))
-            after = _metrics_from_log(name, logic, companions)
-            self.state.table_rules[name.dataset] = (logic, companions)
-        self._checked(logic, checked, statement.position, scope, out)
-        for text in after:
-            out.statement(text, statement.position)
-        self._rule_checks(logic, companions, name.dataset, query, statement.position, out)
-        self.state.flow_targets.add(name.dataset)
-
-    def _rule_checks(self, logic: RuleLogic, companions: CompanionPlan, flow: str,
-                     query: SqlText, origin: Position, out: _Writer) -> None:
-        """The flow's unread check views, when the translation is registered.
-
-        :param logic: The dataset's expectations' logic.
-        :param companions: The dataset's companion datasets.
-        :param flow: The flow's name.
-        :param query: The flow's query.
-        :param origin: The Databricks SQL statement they come from.
-        :param out: Where the translation goes.
-        """
-        if not self.check_views:
-            return
-        source = _source(query)
-        for check in rule_checks(logic, companions, flow):
-            out.statement(f"CREATE TEMPORARY VIEW {check.view}\n"
-                          f"AS {logic.rule_check_select(source, check.expectation)}",
-                          origin, query)
-            record_definition(check.definition)
-
-    def _companions(self, statement: DatasetStatement, options: PipelineOptions) -> CompanionPlan:
-        """The compiler's companion plan, SDPX-DEF-106 worded for SQL.
-
-        :param statement: The dataset.
-        :param options: The file's pipeline settings.
-        """
-        try:
-            return plan_companions(statement.rules, options, statement.type.kind)
-        except SdpExpectError as error:
-            if error.code != "SDPX-DEF-106":
-                raise
-            raise SdpExpectError(
-                "SDPX-DEF-106", dataset=statement.name.dataset, location=str(statement.position),
-                fix="remove 'sdp_expect.quarantine' from the view's TBLPROPERTIES and set it on "
-                "the materialized view or streaming table that reads the view") from None
+        plan = plan_dataset(rules, kind, scope.options, state=self.state,
+                            where=_where(statement.position), format=statement.using)
+        self._write_plan(plan, statement.name, statement.name, statement.query,
+                         f"{_head(statement)}\nAS ", statement.position, scope, out)
 
     def _declared_table(self, statement: DatasetStatement, scope: _FileScope,
                         out: _Writer) -> None:
@@ -479,24 +417,13 @@ class Translator:
         :param scope: The file's settings.
         :param out: Where the translation goes.
         """
-        name = statement.name
-        rules = statement.rules
-        head = _head(statement)
-        if rules.empty and rules.quarantine is None:
-            out.statement(head, statement.position)
+        plan = plan_declared_table(statement.rules, scope.options, state=self.state,
+                                   where=_where(statement.position), format=statement.using)
+        if plan is None:
+            out.statement(_head(statement), statement.position)
             return
-        if name.dataset in self.state.flow_targets:
-            raise SdpExpectError(
-                "SDPX-DEF-105", dataset=name.dataset, location=str(statement.position),
-                fix="put CREATE STREAMING TABLE ... (CONSTRAINT ...) before the CREATE FLOW "
-                "statements (or append_flow definitions) that write into the table")
-        logic = RuleLogic(rules, scope.options)
-        companions = plan_companions(rules, scope.options, DatasetKind.STREAMING_TABLE)
-        out.statement(head, statement.position)
-        for text in [*_table_companions(name, logic, companions, statement.using),
-                     *_metrics_from_log(name, logic, companions)]:
-            out.statement(text, statement.position)
-        self.state.table_rules[name.dataset] = (logic, companions)
+        self._write_plan(plan, statement.name, statement.name, None, _head(statement),
+                         statement.position, scope, out)
 
     # -- flows ----------------------------------------------------------------------------
     def _flow(self, statement: FlowStatement, scope: _FileScope, out: _Writer) -> None:
@@ -507,46 +434,118 @@ class Translator:
         :param out: Where the translation goes.
         """
         target = statement.target
-        entry = self.state.table_rules.get(target.dataset)
+        plan = plan_append_flow(target.dataset, statement.name.dataset, state=self.state)
         comment = f" COMMENT {statement.comment}" if statement.comment else ""
         head = f"CREATE FLOW {statement.name.text}{comment} AS INSERT INTO {target.text} BY NAME"
         query = statement.query
         out.comment(f"{statement.position}: CREATE FLOW {statement.name.text} into {target.text}"
-                    + (" (the table's expectations apply)" if entry is not None else ""))
-        if entry is None:
+                    + (" (the table's expectations apply)" if plan is not None else ""))
+        if plan is None:
             out.statement(f"{head}\n{query.text}", statement.position, query)
         else:
-            logic, companions = entry
-            source = _source(query)
-            checked: list[tuple[str, Optional[SqlText]]] = [
-                (f"{head}\n{logic.target_select(source)}", query)]
-            checked.extend(_companion_flows(statement.name, target, logic, companions, query))
-            self._checked(logic, checked, statement.position, scope, out)
-            self._rule_checks(logic, companions, statement.name.dataset, query,
-                              statement.position, out)
-        self.state.flow_targets.add(target.dataset)
+            self._write_plan(plan, statement.name, target, query, f"{head}\n",
+                             statement.position, scope, out)
 
-    # -- no retries for fail rules --------------------------------------------------------
-    def _checked(self, logic: RuleLogic, statements: list[tuple[str, Optional[SqlText]]],
-                 origin: Position, scope: _FileScope, out: _Writer) -> None:
-        """Write ``statements``; with fail rules, between a SET of no retries and a SET back.
+    # -- a plan, with no retries for fail rules --------------------------------------------
+    def _write_plan(self, plan: Plan, flow: Name, table: Name, query: Optional[SqlText],
+                    head: str, origin: Position, scope: _FileScope, out: _Writer) -> None:
+        """Write a plan: its datasets and flows, then its check views.
 
-        :param logic: The expectations' logic.
-        :param statements: Each statement's text and the user query it repeats.
-        :param origin: The Databricks SQL statement they come from.
+        The datasets and flows that read the user's query come first, with fail
+        rules between a ``SET`` of no retries and a ``SET`` back; then the metrics
+        counted from a record log (no fail check there), then the check views.
+
+        :param plan: The plan.
+        :param flow: The name of the flow whose query is ``query`` (the dataset's,
+            for a dataset's own).
+        :param table: The dataset the plan is of.
+        :param query: The user's query; None for a table declared without one.
+        :param head: The statement of the dataset itself (or of the flow into it),
+            up to where its query goes.
+        :param origin: The Databricks SQL statement it comes from.
         :param scope: The file's settings.
         :param out: Where the translation goes.
         """
-        fail = logic.has_fail_rules()
+        source = _source(query) if query is not None else ""
+        first: list[tuple[str, Optional[SqlText]]] = []
+        after: list[str] = []
+        for spec in plan.datasets:
+            text = _dataset_sql(spec, table, head, source)
+            if spec.query is not None and spec.query.reads is not None:
+                after.append(text)
+            else:
+                first.append((text, query if spec.query is not None else None))
+        for flow_spec in plan.flows:
+            first.append((_flow_sql(flow_spec, flow, table, head, source), query))
+        fail = plan.no_retry
         if fail:
             out.comment("Fail expectations: a failed flow is not retried (retrying cannot "
                         "help), as in the Python API.")
             out.statement(f"SET {RETRY_KEY} = 0", origin)
-        for text, query in statements:
-            out.statement(text, origin, query)
+        for text, repeated in first:
+            out.statement(text, origin, repeated)
         if fail:
             out.comment("Back to the retry setting in effect before.")
             out.statement(f"SET {RETRY_KEY} = {scope.retry}", origin)
+        for text in after:
+            out.statement(text, origin)
+        if not self.check_views or query is None:
+            return
+        for check in plan.checks:
+            out.statement(f"CREATE TEMPORARY VIEW {check.view}\nAS {check.select(source)}",
+                          origin, query)
+            record_definition(check.definition)
+
+
+def _where(position: Position) -> Where:
+    """Where a statement is, for the planner's errors (worded for SQL).
+
+    :param position: The statement's position.
+    """
+    return Where(str(position), sql=True)
+
+
+_KEYWORDS = {DatasetKind.MATERIALIZED_VIEW: "MATERIALIZED VIEW",
+             DatasetKind.STREAMING_TABLE: "STREAMING TABLE",
+             DatasetKind.TEMPORARY_VIEW: "TEMPORARY VIEW"}
+
+
+def _dataset_sql(spec: DatasetSpec, table: Name, head: str, source: str) -> str:
+    """One dataset of a plan as a ``CREATE`` statement.
+
+    :param spec: The dataset.
+    :param table: The name of the dataset the plan is of.
+    :param head: The statement of the dataset itself, up to where its query goes.
+    :param source: The user's query as a relation.
+    """
+    flow = spec.query
+    if spec.role is Role.TARGET:
+        return head if flow is None else f"{head}{flow.select(source)}"
+    lines = [f"CREATE {_KEYWORDS[spec.kind]} {table.sibling(spec.name)}"]
+    if spec.format:
+        lines.append(f"USING {spec.format}")
+    lines.append(f"COMMENT {sql_string(spec.comment or '')}")
+    text = "\n".join(lines)
+    if flow is None:
+        return text
+    read = source if flow.reads is None else table.sibling(flow.reads)
+    return f"{text}\nAS {flow.select(read)}"
+
+
+def _flow_sql(spec: FlowSpec, flow: Name, table: Name, head: str, source: str) -> str:
+    """One flow of a plan as a ``CREATE FLOW`` statement.
+
+    :param spec: The flow.
+    :param flow: The name of the flow whose query is the user's.
+    :param table: The name of the dataset the plan is of.
+    :param head: The statement of the user's flow, up to where its query goes.
+    :param source: The user's query as a relation.
+    """
+    if spec.step is Step.TARGET:
+        return f"{head}{spec.select(source)}"
+    return (f"CREATE FLOW {flow.sibling(spec.name)}\n"
+            f"AS INSERT INTO {table.sibling(spec.target)} BY NAME\n"
+            f"{spec.select(source)}")
 
 
 def _unquoted(value: str) -> str:
@@ -587,69 +586,3 @@ def _head(statement: DatasetStatement) -> str:
     if statement.table_properties:
         lines.append(f"TBLPROPERTIES ({', '.join(statement.table_properties)})")
     return "\n".join(lines)
-
-
-def _table_companions(name: Name, logic: RuleLogic, companions: CompanionPlan,
-                      using: Optional[str]) -> list[str]:
-    """The quarantine and record-log streaming tables of a streaming table.
-
-    They take the table's format (``USING``), as in the Python API: several flows
-    append to them exactly as to the table.
-
-    :param name: The table's name.
-    :param logic: Its expectations' logic.
-    :param companions: Its companion datasets.
-    :param using: Its format, if written.
-    """
-    dataset = logic.rules.dataset
-    formatted = f"\nUSING {using}" if using else ""
-    out = []
-    if companions.quarantine:
-        out.append(f"CREATE STREAMING TABLE {name.sibling(companions.quarantine)}{formatted}\n"
-                   f"COMMENT {sql_string(quarantine_comment(dataset))}")
-    if companions.record_log:
-        out.append(f"CREATE STREAMING TABLE {name.sibling(companions.record_log)}{formatted}\n"
-                   f"COMMENT {sql_string(record_log_comment(dataset))}")
-    return out
-
-
-def _metrics_from_log(name: Name, logic: RuleLogic, companions: CompanionPlan) -> list[str]:
-    """The metrics materialized view of a streaming table, counted from its record log.
-
-    :param name: The table's name.
-    :param logic: Its expectations' logic.
-    :param companions: Its companion datasets.
-    """
-    if not companions.metrics or not companions.record_log:
-        return []
-    comment = metrics_comment(logic.rules.dataset, streaming=True)
-    log = name.sibling(companions.record_log)
-    return [f"CREATE MATERIALIZED VIEW {name.sibling(companions.metrics)}\n"
-            f"COMMENT {sql_string(comment)}\n"
-            f"AS {logic.metrics_select_from_record_log(log)}"]
-
-
-def _companion_flows(flow: Name, table: Name, logic: RuleLogic, companions: CompanionPlan,
-                     query: SqlText) -> list[tuple[str, Optional[SqlText]]]:
-    """The quarantine and record-log flows of one flow into a streaming table.
-
-    :param flow: The flow's name (the table's, for the table's own flow).
-    :param table: The table's name.
-    :param logic: The table's expectations' logic.
-    :param companions: The table's companion datasets.
-    :param query: The flow's query.
-    """
-    source = _source(query)
-    out: list[tuple[str, Optional[SqlText]]] = []
-    if companions.quarantine:
-        out.append((
-            f"CREATE FLOW {flow.sibling(quarantine_flow_name(flow.dataset))}\n"
-            f"AS INSERT INTO {table.sibling(companions.quarantine)} BY NAME\n"
-            f"{logic.quarantine_select(source)}", query))
-    if companions.record_log:
-        out.append((
-            f"CREATE FLOW {flow.sibling(record_log_flow_name(flow.dataset))}\n"
-            f"AS INSERT INTO {table.sibling(companions.record_log)} BY NAME\n"
-            f"{logic.record_log_select(source)}", query))
-    return out
-

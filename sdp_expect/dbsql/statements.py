@@ -95,7 +95,7 @@ class Name:
         return ".".join(self.parts)
 
     def sibling(self, name: str) -> str:
-        """SQL for a companion called ``name`` (from :func:`~sdp_expect.compiler.plan_companions`).
+        """SQL for a companion called ``name`` (from :mod:`sdp_expect.plan`).
 
         A derived name (``<dataset>_quarantine``, ``<flow>_to_dq_records``) keeps
         this name's catalog and schema qualifiers, its last part quoted as

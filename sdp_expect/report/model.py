@@ -39,7 +39,7 @@ __all__ = [
     "TableReading",
 ]
 
-METRICS_SUFFIX = "_dq_metrics"
+METRICS_SUFFIX = names.METRICS_SUFFIX
 """Suffix of a dataset's metrics table."""
 METRICS_COLUMNS = names.METRICS_COLUMNS
 """The metrics table's columns (contract section 6)."""

@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
+from sdp_expect import names
 from sdp_expect.report.as_json import summary_dict, violation_dict
 from sdp_expect.report.model import (
     DEFAULT_SAMPLE,
@@ -164,12 +165,12 @@ def _read_in_this_process(options: argparse.Namespace) -> dict[str, Any]:
         quarantines = []
         for name, comment in sorted(tables.items()):
             match = QUARANTINE_COMMENT.match(comment)
-            if match is None and not name.endswith("_quarantine"):
+            if match is None and not name.endswith(names.QUARANTINE_SUFFIX):
                 continue
             frame = spark.table(f"{_quoted(database)}.{_quoted(name)}")
             if FAILED_EXPECTATIONS not in frame.columns:
                 continue
-            dataset = match.group("dataset") if match else name[: -len("_quarantine")]
+            dataset = match.group("dataset") if match else name[: -len(names.QUARANTINE_SUFFIX)]
             sample = [_json_ready(row.asDict(recursive=True))
                       for row in frame.limit(options.sample).collect()]
             quarantines.append({"table": name, "dataset": dataset, "records": frame.count(),

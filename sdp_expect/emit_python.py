@@ -1,0 +1,188 @@
+"""The Python emitter: a :class:`~sdp_expect.plan.Plan` as ``pyspark.pipelines`` calls.
+
+:mod:`sdp_expect.plan` decides what a dataset with expectations becomes; this
+module registers it with the graph being defined, applying the compiler's SQL
+text to the user's DataFrame. It applies that text with ``where``/``selectExpr``
+only: Spark Connect analyses the input of some other DataFrame methods
+(``withColumn``, ``drop``, ...) while planning them, which binds a pipeline
+dataset to the catalog table of the previous update instead of to the graph
+(docs/early-binding.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Optional
+
+import pyspark.pipelines as _sdp
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from sdp_expect.compiler import RuleLogic
+from sdp_expect.definitions import record_definition
+from sdp_expect.model import DatasetKind, Expectation
+from sdp_expect.plan import DatasetSpec, FlowSpec, Plan, Role, RuleCheck, Step
+
+__all__ = [
+    "DATASET_DECORATORS",
+    "apply",
+    "checked",
+    "emit",
+    "metrics_from_query",
+    "metrics_from_record_log",
+    "quarantine",
+    "record_log",
+    "returning",
+    "rule_check",
+    "target",
+]
+
+QueryFunction = Callable[[], DataFrame]
+
+DATASET_DECORATORS: Dict[DatasetKind, Callable[..., Any]] = {
+    DatasetKind.MATERIALIZED_VIEW: _sdp.materialized_view,
+    DatasetKind.STREAMING_TABLE: _sdp.table,
+    DatasetKind.TEMPORARY_VIEW: _sdp.temporary_view,
+}
+"""The ``pyspark.pipelines`` decorator of each kind of dataset."""
+
+
+# ------------------------------------------------------------------ the rules on DataFrames
+
+
+def target(logic: RuleLogic, query: DataFrame) -> DataFrame:
+    """The records written to the dataset: the kept ones; fail rules checked."""
+    condition = logic.target_condition()
+    return query if condition is None else query.where(F.expr(condition))
+
+
+def quarantine(logic: RuleLogic, query: DataFrame) -> DataFrame:
+    """The dropped records with ``_failed_expectations``; fail rules checked."""
+    dropped = query.where(F.expr(logic.quarantine_condition()))
+    # A projection, not withColumn: Spark Connect analyses the input of withColumn
+    # while planning it, which binds a pipeline dataset to the catalog table of the
+    # previous update instead of to the graph (the flow then stops waiting for it).
+    return dropped.selectExpr(*logic.quarantine_columns())
+
+
+def record_log(logic: RuleLogic, query: DataFrame) -> DataFrame:
+    """Per record: dropped or not, and the names of the rules it violated."""
+    return query.selectExpr(*logic.record_log_columns())
+
+
+def metrics_from_query(logic: RuleLogic, query: DataFrame) -> DataFrame:
+    """``<dataset>_dq_metrics`` of one update, counted from the query's records."""
+    condition = logic.metrics_condition()
+    checked = query if condition is None else query.where(F.expr(condition))
+    return checked.selectExpr(*logic.counts_from_query()).selectExpr(logic.metrics_rows())
+
+
+def metrics_from_record_log(logic: RuleLogic, log: DataFrame) -> DataFrame:
+    """``<dataset>_dq_metrics`` of a streaming table, counted from its record log."""
+    return log.selectExpr(*logic.counts_from_record_log()).selectExpr(logic.metrics_rows())
+
+
+def rule_check(logic: RuleLogic, query: DataFrame, expectation: Expectation) -> DataFrame:
+    """The query with one column: ``expectation``'s constraint alone, as written."""
+    return query.selectExpr(logic.rule_check_column(expectation))
+
+
+_STEPS: Dict[Step, Callable[[RuleLogic, DataFrame], DataFrame]] = {
+    Step.TARGET: target,
+    Step.QUARANTINE: quarantine,
+    Step.RECORD_LOG: record_log,
+    Step.METRICS_FROM_QUERY: metrics_from_query,
+    Step.METRICS_FROM_RECORD_LOG: metrics_from_record_log,
+}
+
+
+def apply(flow: FlowSpec, source: DataFrame) -> DataFrame:
+    """The flow's records: its piece of rule logic applied to what it reads."""
+    assert flow.logic is not None
+    return _STEPS[flow.step](flow.logic, source)
+
+
+def checked(check: RuleCheck, query: DataFrame) -> DataFrame:
+    """A check view's query: the flow's query alone, or one rule's constraint over it."""
+    if check.expectation is None:
+        return query
+    assert check.logic is not None
+    return rule_check(check.logic, query, check.expectation)
+
+
+# --------------------------------------------------------------------------- registration
+
+
+def returning(df: DataFrame, like: Callable[..., Any]) -> QueryFunction:
+    """A query function that returns ``df``, named (and documented) like ``like``."""
+    def query() -> DataFrame:
+        return df
+
+    query.__name__ = getattr(like, "__name__", "query")
+    query.__qualname__ = getattr(like, "__qualname__", query.__name__)
+    query.__doc__ = getattr(like, "__doc__", None)
+    return query
+
+
+def _flow_query(flow: FlowSpec, query: DataFrame, like: Callable[..., Any]) -> QueryFunction:
+    """The query function of ``flow``: over the user's query, or reading its dataset
+    when the query function runs (as the user's own query functions read)."""
+    if flow.reads is None:
+        return returning(apply(flow, query), like)
+    spark = SparkSession.active()
+    name = flow.reads
+
+    def read_query() -> DataFrame:
+        return apply(flow, spark.read.table(name))
+
+    return read_query
+
+
+def _dataset(spec: DatasetSpec, query: DataFrame, func: Callable[..., Any],
+             options: Dict[str, Any]) -> None:
+    """Register one dataset of a plan.
+
+    :param spec: The dataset.
+    :param query: The user's query.
+    :param func: The user's query function (its name and docstring go on).
+    :param options: The user's options of the dataset itself.
+    """
+    flow = spec.query
+    if spec.role is Role.TARGET:  # the dataset itself, with the user's options
+        if flow is None:
+            _sdp.create_streaming_table(spec.name, **options)
+        else:
+            DATASET_DECORATORS[spec.kind](**dict(options, name=spec.name,
+                                              spark_conf=dict(flow.spark_conf)))(
+                _flow_query(flow, query, func))
+        return
+    if flow is None:
+        formatted: Dict[str, Any] = {} if spec.format is None else {"format": spec.format}
+        _sdp.create_streaming_table(spec.name, comment=spec.comment, **formatted)
+        return
+    DATASET_DECORATORS[spec.kind](name=spec.name, comment=spec.comment,
+                               spark_conf=dict(flow.spark_conf))(
+        _flow_query(flow, query, _STEPS[flow.step]))
+
+
+def emit(plan: Plan, query: Optional[DataFrame], func: Callable[..., Any],
+         options: Optional[Dict[str, Any]] = None) -> None:
+    """Register everything ``plan`` holds: datasets, then flows, then check views.
+
+    :param plan: The plan.
+    :param query: The user's query (None for a table declared without one).
+    :param func: The user's query function.
+    :param options: The user's options of the dataset itself (``comment``,
+        ``table_properties``, ...), or of the flow (``spark_conf`` only).
+    """
+    options = dict(options or {})
+    options.pop("spark_conf", None)
+    for spec in plan.datasets:
+        _dataset(spec, query, func, options)  # type: ignore[arg-type]
+    for flow in plan.flows:
+        assert query is not None
+        _sdp.append_flow(target=flow.target, name=flow.name, spark_conf=dict(flow.spark_conf))(
+            _flow_query(flow, query, func if flow.step is Step.TARGET else _STEPS[flow.step]))
+    for check in plan.checks:
+        assert query is not None
+        _sdp.temporary_view(name=check.view)(returning(checked(check, query), rule_check))
+        record_definition(check.definition)

@@ -1,0 +1,531 @@
+"""The one planner of the companion graph: what a dataset with expectations becomes.
+
+Every front end hands this module the expectations of one dataset (the one
+model, :class:`~sdp_expect.model.DatasetRules`) and where they were declared;
+it answers with a :class:`Plan`: every dataset to register (the dataset
+itself and its companions ``<dataset>_quarantine``, ``<dataset>_dq_records``,
+``<dataset>_dq_metrics``), every flow (``<flow>_to_quarantine``,
+``<flow>_to_dq_records``), what each flow reads (the user's query or another
+dataset) and computes (a piece of :class:`~sdp_expect.compiler.RuleLogic`),
+its Spark conf (no retries with fail rules), and the flow's unread check
+views. The definition-time checks of the graph (SDPX-DEF-105, -106, -108) are
+raised here, for every front end, at the location the front end passes in.
+
+Two emitters turn a plan into a graph and decide nothing of their own:
+:mod:`sdp_expect.emit_python` into ``pyspark.pipelines`` calls over
+DataFrames (the Python API, :mod:`sdp_expect.pipelines`), and
+:mod:`sdp_expect.dbsql.render` into open-source SDP SQL text (``sql.include``,
+``sdp-expect translate``). This module imports no pyspark.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional
+
+from sdp_expect.compiler import RuleLogic
+from sdp_expect.errors import SdpExpectError
+from sdp_expect.model import Action, DatasetKind, DatasetRules, Expectation
+from sdp_expect.names import (
+    metrics_comment,
+    metrics_name,
+    quarantine_comment,
+    quarantine_flow_name,
+    quarantine_name,
+    record_log_comment,
+    record_log_flow_name,
+    record_log_name,
+)
+from sdp_expect.options import PipelineOptions
+
+__all__ = [
+    "CHECK_VIEW_PREFIX",
+    "NO_RETRY_CONF",
+    "RETRY_KEY",
+    "CompanionPlan",
+    "DatasetSpec",
+    "FlowSpec",
+    "Plan",
+    "PlanState",
+    "Role",
+    "RuleCheck",
+    "Step",
+    "TablePlan",
+    "Where",
+    "auto_cdc_target_error",
+    "check_view_name",
+    "flow_conf",
+    "plan_append_flow",
+    "plan_auto_cdc_flow",
+    "plan_companions",
+    "plan_dataset",
+    "plan_declared_table",
+    "plan_unchecked_dataset",
+    "rule_checks",
+]
+
+RETRY_KEY = "spark.sql.pipelines.maxFlowRetryAttempts"
+"""The Spark setting of how often SDP retries a failed flow."""
+
+NO_RETRY_CONF = {RETRY_KEY: "0"}
+"""Per-flow setting for flows with fail rules: a failed expectation is not retried."""
+
+CHECK_VIEW_PREFIX = "_sdpx_check_"
+
+
+# --------------------------------------------------------------------------- where and state
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a front end met a definition, for the errors raised while planning it.
+
+    :param location: ``file:line`` (a Python decorator's or a SQL statement's).
+    :param sql: True for the Databricks SQL front end: the errors' fixes name
+        SQL clauses (``CONSTRAINT``, ``TBLPROPERTIES``) instead of decorators.
+    """
+
+    location: Optional[str] = None
+    sql: bool = False
+
+
+_SQL_FIXES = {
+    "SDPX-DEF-105": "put CREATE STREAMING TABLE ... (CONSTRAINT ...) before the CREATE FLOW "
+                    "statements (or append_flow definitions) that write into the table",
+    "SDPX-DEF-106": "remove 'sdp_expect.quarantine' from the view's TBLPROPERTIES and set it "
+                    "on the materialized view or streaming table that reads the view",
+    "SDPX-DEF-108": "put the CONSTRAINT ... EXPECT clauses on the dataset the Auto CDC flow "
+                    "reads (e.g. a temporary view), not on its target",
+}
+"""The SQL front end's wording of the fixes (the Python API's are the catalogue's)."""
+
+
+def _error(code: str, dataset: str, where: Where) -> SdpExpectError:
+    """A definition error of the graph, with the fix worded for the front end."""
+    return SdpExpectError(code, dataset=dataset, location=where.location,
+                          fix=_SQL_FIXES.get(code) if where.sql else None)
+
+
+@dataclass
+class PlanState:
+    """What the planner remembers about one pipeline graph while it is defined.
+
+    The front ends share it (a ``CREATE FLOW`` in SQL gets the rules of a table
+    declared in Python, and the other way round); the Python API keeps it per
+    graph (:func:`sdp_expect.registration.graph_state`), ``sdp-expect translate``
+    per run.
+
+    :param options: The pipeline-wide settings (read once per graph).
+    :param table_rules: Streaming tables whose rules apply to every flow into
+        them, by name.
+    :param flow_targets: Names of datasets some flow already writes into.
+    :param sinks: Names declared with ``create_sink``.
+    """
+
+    options: PipelineOptions
+    table_rules: dict[str, TablePlan] = field(default_factory=dict)
+    flow_targets: set[str] = field(default_factory=set)
+    sinks: set[str] = field(default_factory=set)
+
+
+# --------------------------------------------------------------------------- the plan's values
+
+
+class Role(str, enum.Enum):
+    """What a dataset or flow is to the dataset with expectations."""
+
+    TARGET = "target"
+    """The dataset itself (the kept records), or a flow into it."""
+    QUARANTINE = "quarantine"
+    RECORD_LOG = "record log"
+    METRICS = "metrics"
+
+
+class Step(str, enum.Enum):
+    """Which piece of :class:`~sdp_expect.compiler.RuleLogic` a flow computes."""
+
+    TARGET = "target"
+    QUARANTINE = "quarantine"
+    RECORD_LOG = "record log"
+    METRICS_FROM_QUERY = "metrics from the query"
+    METRICS_FROM_RECORD_LOG = "metrics from the record log"
+
+
+@dataclass(frozen=True)
+class CompanionPlan:
+    """The companion datasets of one dataset (names, or None when absent).
+
+    :param quarantine: The quarantine dataset (same kind as the dataset).
+    :param record_log: Streaming tables only: the internal streaming table
+        that keeps, per record, which rules it violated, so that the metrics
+        can be cumulative.
+    :param metrics: The ``<dataset>_dq_metrics`` materialized view.
+    """
+
+    quarantine: Optional[str] = None
+    record_log: Optional[str] = None
+    metrics: Optional[str] = None
+
+    def names(self) -> tuple[str, ...]:
+        """The names of the companion datasets there are."""
+        return tuple(name for name in (self.quarantine, self.record_log, self.metrics) if name)
+
+
+@dataclass(frozen=True)
+class FlowSpec:
+    """One flow: its name, its target, what it reads and computes, its Spark conf.
+
+    :param name: The flow's name (a dataset's own flow has the dataset's name).
+    :param target: The dataset it writes.
+    :param step: The piece of rule logic it computes.
+    :param reads: None: the flow's query (the user's); else the dataset it reads.
+    :param spark_conf: The flow's Spark conf.
+    :param logic: The rules' logic (not compared: the plan's rules are).
+    """
+
+    name: str
+    target: str
+    step: Step
+    reads: Optional[str] = None
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+    logic: Optional[RuleLogic] = field(default=None, compare=False, repr=False)
+
+    def select(self, source: str) -> str:
+        """The flow's ``SELECT`` from the relation ``source`` (what it reads), as the
+        compiler writes it."""
+        logic = self.logic
+        assert logic is not None
+        if self.step is Step.TARGET:
+            return logic.target_select(source)
+        if self.step is Step.QUARANTINE:
+            return logic.quarantine_select(source)
+        if self.step is Step.RECORD_LOG:
+            return logic.record_log_select(source)
+        if self.step is Step.METRICS_FROM_QUERY:
+            return logic.metrics_select_from_query(source)
+        return logic.metrics_select_from_record_log(source)
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One dataset to register.
+
+    :param name: Its name.
+    :param kind: Its kind.
+    :param role: What it is to the dataset with expectations.
+    :param comment: Its comment; None for the dataset itself (the user's clauses
+        pass on as written).
+    :param format: Its table format (a streaming table's companions take the table's).
+    :param query: The flow that defines it (a materialized view's, a temporary view's,
+        a streaming table's own); None: a streaming table that flows append to.
+    """
+
+    name: str
+    kind: DatasetKind
+    role: Role
+    comment: Optional[str] = None
+    format: Optional[str] = None
+    query: Optional[FlowSpec] = None
+
+
+@dataclass(frozen=True)
+class RuleCheck:
+    """One unread temporary view that checks a flow's query or one of its rules.
+
+    :param view: The view's name (:func:`check_view_name`).
+    :param expectation: The rule it checks; None: the query alone.
+    :param definition: What the definitions file records of it (JSON values).
+    :param logic: The rules' logic (not compared).
+    """
+
+    view: str
+    expectation: Optional[Expectation]
+    definition: dict[str, Any]
+    logic: Optional[RuleLogic] = field(default=None, compare=False, repr=False)
+
+    def select(self, source: str) -> str:
+        """The view's ``SELECT`` from the relation ``source`` (the flow's query)."""
+        assert self.logic is not None
+        return self.logic.rule_check_select(source, self.expectation)
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    """A streaming table with expectations, as every flow into it needs it.
+
+    :param rules: Its expectations and settings.
+    :param companions: Its companion datasets.
+    :param logic: The rules' logic (the options of the table's declaration).
+    """
+
+    rules: DatasetRules
+    companions: CompanionPlan
+    logic: RuleLogic = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything to register for one definition with expectations, in order.
+
+    :param rules: The dataset's expectations and settings.
+    :param kind: The dataset's kind.
+    :param companions: Its companion datasets.
+    :param datasets: The datasets to register, the dataset itself first (absent
+        for a flow into a table declared before).
+    :param flows: The flows that append to datasets declared before them.
+    :param checks: The flow's unread check views.
+    :param logic: The rules' logic (not compared).
+    """
+
+    rules: DatasetRules
+    kind: DatasetKind
+    companions: CompanionPlan
+    datasets: tuple[DatasetSpec, ...] = ()
+    flows: tuple[FlowSpec, ...] = ()
+    checks: tuple[RuleCheck, ...] = ()
+    logic: Optional[RuleLogic] = field(default=None, compare=False, repr=False)
+
+    @property
+    def no_retry(self) -> bool:
+        """True when some flow of the plan is not retried (fail rules)."""
+        flows = [*self.flows, *(d.query for d in self.datasets if d.query is not None)]
+        return any(flow.spark_conf.get(RETRY_KEY) == NO_RETRY_CONF[RETRY_KEY]
+                   for flow in flows)
+
+
+# --------------------------------------------------------------------------- decisions
+
+
+def plan_companions(rules: DatasetRules, options: PipelineOptions, kind: DatasetKind,
+                    where: Where = Where()) -> CompanionPlan:
+    """Decide which companion datasets a dataset gets (contract sections 5 and 6).
+
+    :param rules: The dataset's expectations and per-dataset settings.
+    :param options: The pipeline-wide settings.
+    :param kind: The dataset's kind.
+    :param where: Where the dataset is defined.
+    :raises SdpExpectError: SDPX-DEF-106 for quarantine on a temporary view.
+    """
+    if kind is DatasetKind.TEMPORARY_VIEW:
+        if rules.quarantine is not None:
+            raise _error("SDPX-DEF-106", rules.dataset, where)
+        return CompanionPlan()
+    if rules.quarantine is not None:
+        quarantine: Optional[str] = rules.quarantine.resolve(rules.dataset)
+    elif options.quarantine and rules.of(Action.DROP):
+        quarantine = quarantine_name(rules.dataset)
+    else:
+        quarantine = None
+    wants_metrics = not rules.empty and (
+        rules.metrics if rules.metrics is not None else options.metrics
+    )
+    metrics = metrics_name(rules.dataset) if wants_metrics else None
+    record_log = (
+        record_log_name(rules.dataset)
+        if metrics is not None and kind is DatasetKind.STREAMING_TABLE
+        else None
+    )
+    return CompanionPlan(quarantine=quarantine, record_log=record_log, metrics=metrics)
+
+
+def flow_conf(logic: RuleLogic, user_conf: Optional[Mapping[str, str]] = None) -> dict[str, str]:
+    """A flow's Spark conf: the user's, plus no retries when there are fail rules.
+
+    A value the user set explicitly wins.
+    """
+    conf = dict(NO_RETRY_CONF) if logic.has_fail_rules() else {}
+    conf.update(user_conf or {})
+    return conf
+
+
+def check_view_name(flow: str, number: int) -> str:
+    """The temporary view that checks rule ``number`` (1-based; 0: the query alone) of ``flow``."""
+    return f"{CHECK_VIEW_PREFIX}{re.sub(r'[^0-9A-Za-z_]', '_', flow)}_{number}"
+
+
+def rule_checks(logic: RuleLogic, companions: CompanionPlan, flow: str) -> list[RuleCheck]:
+    """The check views of one flow of a dataset with expectations: the query alone, then
+    one per rule, for the Python API and the SQL front end alike.
+
+    SDP analyses every flow in ``dry-run`` and ``run`` but executes no view that nothing
+    reads: a constraint Spark cannot resolve fails exactly its own view's flow, whose
+    name the definitions file maps to the dataset, the expectation and its ``file:line``
+    (SDPX-DEF-111 in ``sdp-expect run``). The view of the query alone tells a broken
+    query (every view fails) from a broken constraint. The definition of the query's
+    view lists the flows a broken constraint also fails (the dataset's, its companions').
+    """
+    dataset = logic.rules.dataset
+    derived = [flow, *companions.names(), quarantine_flow_name(flow), record_log_flow_name(flow)]
+    base = check_view_name(flow, 0)
+    checks = [RuleCheck(base, None, {"kind": "query", "view": base, "dataset": dataset,
+                                     "flow": flow, "derived": derived}, logic)]
+    for number, expectation in enumerate(logic.rules.expectations, start=1):
+        view = check_view_name(flow, number)
+        checks.append(RuleCheck(view, expectation, {
+            "kind": "check", "view": view, "dataset": dataset, "flow": flow,
+            "expectation": expectation.name, "constraint": expectation.constraint,
+            "action": expectation.action.value, "location": expectation.origin,
+            "query_view": base}, logic))
+    return checks
+
+
+def _table_companions(logic: RuleLogic, companions: CompanionPlan,
+                      table_format: Optional[str]) -> list[DatasetSpec]:
+    """The companion datasets of a streaming table, which each of its flows appends to.
+
+    The quarantine and the record log take the table's format: several flows
+    append to them exactly as to the table, so they need the same support for
+    concurrent appends. The metrics view counts the record log.
+    """
+    dataset = logic.rules.dataset
+    out = []
+    if companions.quarantine:
+        out.append(DatasetSpec(companions.quarantine, DatasetKind.STREAMING_TABLE,
+                               Role.QUARANTINE, quarantine_comment(dataset), table_format))
+    if companions.record_log:
+        out.append(DatasetSpec(companions.record_log, DatasetKind.STREAMING_TABLE,
+                               Role.RECORD_LOG, record_log_comment(dataset), table_format))
+    if companions.metrics and companions.record_log:
+        out.append(DatasetSpec(
+            companions.metrics, DatasetKind.MATERIALIZED_VIEW, Role.METRICS,
+            metrics_comment(dataset, streaming=True),
+            query=FlowSpec(companions.metrics, companions.metrics, Step.METRICS_FROM_RECORD_LOG,
+                           reads=companions.record_log, logic=logic)))
+    return out
+
+
+def _companion_flows(logic: RuleLogic, companions: CompanionPlan, flow: str) -> list[FlowSpec]:
+    """The quarantine and record-log flows of one flow ``flow`` into a streaming table."""
+    conf = flow_conf(logic)
+    out = []
+    if companions.quarantine:
+        out.append(FlowSpec(quarantine_flow_name(flow), companions.quarantine, Step.QUARANTINE,
+                            spark_conf=conf, logic=logic))
+    if companions.record_log:
+        out.append(FlowSpec(record_log_flow_name(flow), companions.record_log, Step.RECORD_LOG,
+                            spark_conf=conf, logic=logic))
+    return out
+
+
+def plan_dataset(rules: DatasetRules, kind: DatasetKind, options: PipelineOptions, *,
+                 state: PlanState, where: Where = Where(),
+                 spark_conf: Optional[Mapping[str, str]] = None,
+                 format: Optional[str] = None) -> Plan:
+    """A dataset with a query and expectations: the dataset, its companions, its check views.
+
+    A streaming table is remembered in ``state``: flows into it later get its rules.
+
+    :param rules: The dataset's expectations and settings.
+    :param kind: The dataset's kind.
+    :param options: The pipeline-wide settings in effect.
+    :param state: The graph's planner state.
+    :param where: Where the dataset is defined.
+    :param spark_conf: The user's Spark conf of the dataset's flow.
+    :param format: The dataset's table format.
+    :raises SdpExpectError: SDPX-DEF-106 for quarantine on a temporary view.
+    """
+    name = rules.dataset
+    companions = plan_companions(rules, options, kind, where)
+    logic = RuleLogic(rules, options)
+    datasets = [DatasetSpec(name, kind, Role.TARGET, format=format, query=FlowSpec(
+        name, name, Step.TARGET, spark_conf=flow_conf(logic, spark_conf), logic=logic))]
+    flows: list[FlowSpec] = []
+    if kind is DatasetKind.MATERIALIZED_VIEW:
+        conf = flow_conf(logic)
+        if companions.quarantine:
+            datasets.append(DatasetSpec(
+                companions.quarantine, kind, Role.QUARANTINE, quarantine_comment(name),
+                query=FlowSpec(companions.quarantine, companions.quarantine, Step.QUARANTINE,
+                               spark_conf=conf, logic=logic)))
+        if companions.metrics:
+            datasets.append(DatasetSpec(
+                companions.metrics, kind, Role.METRICS, metrics_comment(name, streaming=False),
+                query=FlowSpec(companions.metrics, companions.metrics, Step.METRICS_FROM_QUERY,
+                               spark_conf=conf, logic=logic)))
+    elif kind is DatasetKind.STREAMING_TABLE:
+        datasets.extend(_table_companions(logic, companions, format))
+        flows.extend(_companion_flows(logic, companions, name))
+        state.table_rules[name] = TablePlan(rules, companions, logic)
+    state.flow_targets.add(name)
+    return Plan(rules, kind, companions, tuple(datasets), tuple(flows),
+                tuple(rule_checks(logic, companions, name)), logic)
+
+
+def plan_unchecked_dataset(name: str, *, state: PlanState) -> None:
+    """A dataset with a query and without expectations: nothing to plan, but its flow
+    writes ``name`` (a table declared with expectations afterwards is SDPX-DEF-105).
+
+    :param name: The dataset.
+    :param state: The graph's planner state.
+    """
+    state.flow_targets.add(name)
+
+
+def plan_declared_table(rules: DatasetRules, options: PipelineOptions, *, state: PlanState,
+                        where: Where = Where(), format: Optional[str] = None,
+                        ) -> Optional[Plan]:
+    """A streaming table without a query, which flows append to, with its companions.
+
+    :param rules: The table's expectations and settings.
+    :param options: The pipeline-wide settings in effect.
+    :param state: The graph's planner state.
+    :param where: Where the table is declared.
+    :param format: The table's format.
+    :returns: None when the table carries no expectations and no quarantine.
+    :raises SdpExpectError: SDPX-DEF-105 when a flow already writes into the table.
+    """
+    if rules.empty and rules.quarantine is None:
+        return None
+    name = rules.dataset
+    if name in state.flow_targets:
+        raise _error("SDPX-DEF-105", name, where)
+    kind = DatasetKind.STREAMING_TABLE
+    companions = plan_companions(rules, options, kind, where)
+    logic = RuleLogic(rules, options)
+    datasets = [DatasetSpec(name, kind, Role.TARGET, format=format),
+                *_table_companions(logic, companions, format)]
+    state.table_rules[name] = TablePlan(rules, companions, logic)
+    return Plan(rules, kind, companions, tuple(datasets), logic=logic)
+
+
+def plan_append_flow(target: str, flow: str, *, state: PlanState,
+                     spark_conf: Optional[Mapping[str, str]] = None) -> Optional[Plan]:
+    """A flow into ``target``: with the table's rules and companion flows, when it has some.
+
+    :param target: The dataset the flow writes.
+    :param flow: The flow's name.
+    :param state: The graph's planner state.
+    :param spark_conf: The user's Spark conf of the flow.
+    :returns: None when ``target`` carries no expectations.
+    """
+    state.flow_targets.add(target)
+    table = state.table_rules.get(target)
+    if table is None:
+        return None
+    logic = table.logic
+    flows = [FlowSpec(flow, target, Step.TARGET, spark_conf=flow_conf(logic, spark_conf),
+                      logic=logic),
+             *_companion_flows(logic, table.companions, flow)]
+    return Plan(table.rules, DatasetKind.STREAMING_TABLE, table.companions, (), tuple(flows),
+                tuple(rule_checks(logic, table.companions, flow)), logic)
+
+
+def auto_cdc_target_error(dataset: str, where: Where) -> SdpExpectError:
+    """SDPX-DEF-108: expectations on the target of an Auto CDC flow.
+
+    :param dataset: The target.
+    :param where: Where the flow (or the target with its rules) is defined.
+    """
+    return _error("SDPX-DEF-108", dataset, where)
+
+
+def plan_auto_cdc_flow(target: str, *, state: PlanState, where: Where = Where()) -> None:
+    """An Auto CDC flow into ``target``, which must carry no expectations.
+
+    :raises SdpExpectError: SDPX-DEF-108 when ``target`` carries expectations.
+    """
+    if target in state.table_rules:
+        raise auto_cdc_target_error(target, where)
+    state.flow_targets.add(target)

@@ -1,0 +1,343 @@
+"""The one planner of the companion graph (``sdp_expect.plan``), without Spark.
+
+The Python API, the Databricks SQL translator and rule files (read by either)
+hand the planner the same rules and get the same plan: the same datasets and
+flows, with the same names, kinds, comments, formats, Spark confs and SQL, and
+the same check views. The planner's definition-time checks (SDPX-DEF-105,
+-106, -108) are tested here on their own, for both front ends' wording.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import textwrap
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+from cli_helpers import assert_runs_without_pyspark
+
+from sdp_expect import plan as planner
+from sdp_expect.errors import SdpExpectError
+from sdp_expect.model import Action, DatasetKind, DatasetRules, Expectation, QuarantineSpec
+from sdp_expect.options import PipelineOptions
+from sdp_expect.plan import (
+    NO_RETRY_CONF,
+    Plan,
+    PlanState,
+    Role,
+    Step,
+    Where,
+    plan_append_flow,
+    plan_auto_cdc_flow,
+    plan_dataset,
+    plan_declared_table,
+)
+
+RULES_YAML = """\
+- name: recent
+  constraint: "order_date >= '2020-01-01'"
+  failureAction: warn
+- name: valid_id
+  constraint: "order_id IS NOT NULL"
+  failureAction: drop
+- name: valid_amount
+  constraint: "amount >= 0"
+  failureAction: fail
+"""
+"""The three rules that every front end below declares, in this order."""
+
+CONSTRAINTS = """\
+  CONSTRAINT recent EXPECT (order_date >= '2020-01-01'),
+  CONSTRAINT valid_id EXPECT (order_id IS NOT NULL) ON VIOLATION DROP ROW,
+  CONSTRAINT valid_amount EXPECT (amount >= 0) ON VIOLATION FAIL UPDATE"""
+
+
+# --------------------------------------------------------------------------- what is compared
+
+
+def shape(plan: Plan) -> dict[str, Any]:
+    """Everything a plan says, the SQL of every flow included; the rules' locations
+    (a decorator's line, a SQL statement's line) left out."""
+    def flow(spec: planner.FlowSpec) -> tuple[Any, ...]:
+        source = "src" if spec.reads is None else spec.reads
+        return (spec.name, spec.target, spec.step, spec.reads, dict(spec.spark_conf),
+                spec.select(source))
+
+    return {
+        "rules": [(e.name, e.constraint, e.action) for e in plan.rules.expectations],
+        "dataset": plan.rules.dataset,
+        "kind": plan.kind,
+        "companions": plan.companions,
+        "datasets": [(d.name, d.kind, d.role, d.comment, d.format,
+                      flow(d.query) if d.query is not None else None) for d in plan.datasets],
+        "flows": [flow(f) for f in plan.flows],
+        "checks": [(c.view, c.expectation,
+                    {k: v for k, v in c.definition.items() if k != "location"},
+                    c.select("src")) for c in plan.checks],
+        "no_retry": plan.no_retry,
+    }
+
+
+def _recording(monkeypatch: pytest.MonkeyPatch, module: Any, plans: list[Plan]) -> None:
+    """Record every plan that ``module`` asks the planner for."""
+    for name in ("plan_dataset", "plan_declared_table", "plan_append_flow"):
+        real = getattr(planner, name)
+
+        def record(*args: Any, _real: Callable[..., Any] = real, **kwargs: Any) -> Any:
+            result = _real(*args, **kwargs)
+            if result is not None:
+                plans.append(result)
+            return result
+
+        monkeypatch.setattr(module, name, record)
+
+
+# --------------------------------------------------------------------------- the front ends
+
+
+@pytest.fixture
+def python_plans(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Callable[[Any], None]],
+                                                                         list[Plan]]]:
+    """Run Python pipeline definitions through ``sdp_expect.pipelines`` without Spark and
+    return the plans it emitted: the graph's registration is replaced, nothing else."""
+    from sdp_expect import pipelines
+    from sdp_expect.registration import GraphState
+
+    def define(body: Callable[[Any], None], conf: dict[str, str] | None = None) -> list[Plan]:
+        plans: list[Plan] = []
+        emitted: list[Plan] = []
+        state = GraphState(options=planner.PipelineOptions(**(conf or {})))
+        _recording(monkeypatch, pipelines, plans)
+        monkeypatch.setattr(pipelines, "graph_state", lambda: state)
+        monkeypatch.setattr(pipelines, "evaluate_query", lambda func, *a, **k: object())
+        monkeypatch.setattr(pipelines, "located", lambda location: contextlib.nullcontext())
+        monkeypatch.setattr(pipelines, "registering", lambda name: contextlib.nullcontext())
+        monkeypatch.setattr(pipelines, "note_datasets", lambda *names: None)
+        monkeypatch.setattr(pipelines, "emit", lambda plan, *a, **k: emitted.append(plan))
+        body(pipelines)
+        assert emitted == plans  # every plan is emitted as planned
+        return plans
+
+    yield define
+
+
+def sql_plans(monkeypatch: pytest.MonkeyPatch, text: str, base_dir: Path,
+              conf: dict[str, str] | None = None) -> list[Plan]:
+    """Translate Databricks SQL and return the plans the translator wrote."""
+    from sdp_expect import sql
+    from sdp_expect.dbsql import render
+
+    plans: list[Plan] = []
+    _recording(monkeypatch, render, plans)
+    sql.translate(textwrap.dedent(text), "f.sql", conf=conf, base_dir=str(base_dir))
+    return plans
+
+
+@pytest.fixture
+def rule_file(tmp_path: Path) -> Path:
+    path = tmp_path / "orders.yml"
+    path.write_text(RULES_YAML)
+    return path
+
+
+# --------------------------------------------------------------------------- one plan for all
+
+
+def test_a_materialized_view_is_planned_alike_by_every_front_end(
+        python_plans: Any, monkeypatch: pytest.MonkeyPatch, rule_file: Path) -> None:
+    def decorators(dp: Any) -> None:
+        @dp.materialized_view
+        @dp.quarantine()
+        @dp.expect("recent", "order_date >= '2020-01-01'")
+        @dp.expect_or_drop("valid_id", "order_id IS NOT NULL")
+        @dp.expect_or_fail("valid_amount", "amount >= 0")
+        def orders() -> None: ...
+
+    def from_file(dp: Any) -> None:
+        @dp.materialized_view(name="orders")
+        @dp.quarantine()
+        @dp.expect_from_file(str(rule_file))
+        def anything() -> None: ...
+
+    plans = [
+        *python_plans(decorators),
+        *python_plans(from_file),
+        *sql_plans(monkeypatch, f"""\
+            CREATE OR REFRESH MATERIALIZED VIEW orders (
+            {CONSTRAINTS}
+            ) TBLPROPERTIES ('sdp_expect.quarantine' = 'true')
+            AS SELECT * FROM src""", rule_file.parent),
+        *sql_plans(monkeypatch, f"""\
+            CREATE OR REFRESH MATERIALIZED VIEW orders
+            TBLPROPERTIES ('sdp_expect.quarantine' = 'true', 'sdp_expect.rules' = '{rule_file}')
+            AS SELECT * FROM src""", rule_file.parent),
+    ]
+    assert len(plans) == 4
+    first = shape(plans[0])
+    for other in plans[1:]:
+        assert shape(other) == first
+    assert [(d.name, d.role) for d in plans[0].datasets] == [
+        ("orders", Role.TARGET), ("orders_quarantine", Role.QUARANTINE),
+        ("orders_dq_metrics", Role.METRICS)]
+    assert plans[0].flows == ()
+    assert all(d.query is not None and d.query.spark_conf == NO_RETRY_CONF
+               for d in plans[0].datasets)
+
+
+def test_a_streaming_table_and_its_flows_are_planned_alike(
+        python_plans: Any, monkeypatch: pytest.MonkeyPatch, rule_file: Path) -> None:
+    def python(dp: Any) -> None:
+        @dp.table(format="parquet")
+        @dp.quarantine()
+        @dp.expect_from_file(str(rule_file))
+        def events() -> None: ...
+
+        dp.create_streaming_table("sink_t", format="parquet", quarantine=True,
+                                  expect_all={"recent": "order_date >= '2020-01-01'"},
+                                  expect_all_or_drop={"valid_id": "order_id IS NOT NULL"},
+                                  expect_all_or_fail={"valid_amount": "amount >= 0"})
+
+        @dp.append_flow(target="sink_t", name="backfill")
+        def backfill() -> None: ...
+
+    sql_text = f"""\
+        CREATE OR REFRESH STREAMING TABLE events (
+        {CONSTRAINTS}
+        ) USING parquet TBLPROPERTIES ('sdp_expect.quarantine' = 'true')
+        AS SELECT * FROM STREAM(src);
+        CREATE OR REFRESH STREAMING TABLE sink_t
+        USING parquet TBLPROPERTIES ('sdp_expect.quarantine' = 'true',
+                                     'sdp_expect.rules' = '{rule_file}');
+        CREATE FLOW backfill AS INSERT INTO sink_t BY NAME SELECT * FROM STREAM(src);
+        """
+    from_python = python_plans(python)
+    from_sql = sql_plans(monkeypatch, sql_text, rule_file.parent)
+    assert [shape(p) for p in from_python] == [shape(p) for p in from_sql]
+    table, declared, flow = from_python
+    assert [(d.name, d.kind, d.role, d.format) for d in table.datasets] == [
+        ("events", DatasetKind.STREAMING_TABLE, Role.TARGET, "parquet"),
+        ("events_quarantine", DatasetKind.STREAMING_TABLE, Role.QUARANTINE, "parquet"),
+        ("events_dq_records", DatasetKind.STREAMING_TABLE, Role.RECORD_LOG, "parquet"),
+        ("events_dq_metrics", DatasetKind.MATERIALIZED_VIEW, Role.METRICS, None)]
+    metrics = table.datasets[-1].query
+    assert metrics is not None and metrics.reads == "events_dq_records"
+    assert metrics.step is Step.METRICS_FROM_RECORD_LOG and dict(metrics.spark_conf) == {}
+    assert [(f.name, f.target, f.step) for f in table.flows] == [
+        ("events_to_quarantine", "events_quarantine", Step.QUARANTINE),
+        ("events_to_dq_records", "events_dq_records", Step.RECORD_LOG)]
+    assert declared.datasets[0].query is None and declared.flows == () and declared.checks == ()
+    assert [(f.name, f.target) for f in flow.flows] == [
+        ("backfill", "sink_t"), ("backfill_to_quarantine", "sink_t_quarantine"),
+        ("backfill_to_dq_records", "sink_t_dq_records")]
+    assert [c.view for c in flow.checks] == [f"_sdpx_check_backfill_{n}" for n in range(4)]
+
+
+def test_a_temporary_view_is_planned_alike(python_plans: Any, monkeypatch: pytest.MonkeyPatch,
+                                           tmp_path: Path) -> None:
+    def python(dp: Any) -> None:
+        @dp.temporary_view
+        @dp.expect_or_drop("valid_id", "order_id IS NOT NULL")
+        def v() -> None: ...
+
+    from_sql = sql_plans(monkeypatch, """\
+        CREATE TEMPORARY VIEW v (
+          CONSTRAINT valid_id EXPECT (order_id IS NOT NULL) ON VIOLATION DROP ROW
+        ) AS SELECT * FROM src""", tmp_path, conf={"sdp_expect.quarantine": "true"})
+    from_python = python_plans(python, {"quarantine": True})
+    assert [shape(p) for p in from_python] == [shape(p) for p in from_sql]
+    assert [d.name for d in from_python[0].datasets] == ["v"]
+
+
+# --------------------------------------------------------------------------- the planner itself
+
+
+def _rules(dataset: str = "t", *actions: Action, quarantine: bool = False,
+           metrics: bool | None = None) -> DatasetRules:
+    rules = DatasetRules(dataset, quarantine=QuarantineSpec() if quarantine else None,
+                         metrics=metrics)
+    rules.extend(Expectation(f"r{i}", f"a > {i}", action)
+                 for i, action in enumerate(actions or (Action.WARN,)))
+    return rules
+
+
+def test_def_105_rules_on_a_table_after_a_flow_writes_it() -> None:
+    state = PlanState(PipelineOptions())
+    assert plan_append_flow("t", "f", state=state) is None  # no rules: a plain flow
+    assert plan_declared_table(DatasetRules("t"), PipelineOptions(), state=state) is None
+    for where, fix in ((Where("p.py:3"), "dp.create_streaming_table"),
+                       (Where("f.sql:3", sql=True), "CREATE STREAMING TABLE")):
+        with pytest.raises(SdpExpectError) as caught:
+            plan_declared_table(_rules(), PipelineOptions(), state=state, where=where)
+        assert caught.value.code == "SDPX-DEF-105"
+        assert caught.value.location == where.location and caught.value.dataset == "t"
+        assert fix in (caught.value.fix or "")
+    assert "t" not in state.table_rules
+    planner.plan_unchecked_dataset("u", state=state)  # a dataset's own flow writes it too
+    with pytest.raises(SdpExpectError, match="SDPX-DEF-105"):
+        plan_declared_table(_rules("u"), PipelineOptions(), state=state)
+
+
+def test_def_106_quarantine_on_a_temporary_view() -> None:
+    state = PlanState(PipelineOptions())
+    for where, fix in ((Where("p.py:7"), "@dp.quarantine()"),
+                       (Where("f.sql:7", sql=True), "TBLPROPERTIES")):
+        with pytest.raises(SdpExpectError) as caught:
+            plan_dataset(_rules("v", Action.DROP, quarantine=True), DatasetKind.TEMPORARY_VIEW,
+                         PipelineOptions(), state=state, where=where)
+        assert caught.value.code == "SDPX-DEF-106"
+        assert caught.value.location == where.location and caught.value.dataset == "v"
+        assert fix in (caught.value.fix or "")
+    # The pipeline-wide setting does not give a view a quarantine: no error.
+    plan = plan_dataset(_rules("v", Action.DROP), DatasetKind.TEMPORARY_VIEW,
+                        PipelineOptions(quarantine=True), state=state)
+    assert [d.name for d in plan.datasets] == ["v"] and plan.flows == ()
+
+
+def test_def_108_rules_on_an_auto_cdc_target() -> None:
+    state = PlanState(PipelineOptions())
+    plan_auto_cdc_flow("plain", state=state)
+    assert "plain" in state.flow_targets
+    plan_declared_table(_rules("t"), PipelineOptions(), state=state)
+    for where, fix in ((Where("p.py:9"), "@dp.temporary_view"),
+                       (Where("f.sql:9", sql=True), "CONSTRAINT ... EXPECT")):
+        with pytest.raises(SdpExpectError) as caught:
+            plan_auto_cdc_flow("t", state=state, where=where)
+        assert caught.value.code == "SDPX-DEF-108"
+        assert caught.value.location == where.location and caught.value.dataset == "t"
+        assert fix in (caught.value.fix or "")
+    error = planner.auto_cdc_target_error("t", Where("f.sql:1", sql=True))
+    assert error.code == "SDPX-DEF-108" and "CONSTRAINT" in (error.fix or "")
+
+
+def test_retries_the_users_conf_and_the_companions_by_setting() -> None:
+    state = PlanState(PipelineOptions())
+    plan = plan_dataset(_rules("m", Action.FAIL), DatasetKind.MATERIALIZED_VIEW,
+                        PipelineOptions(), state=state,
+                        spark_conf={planner.RETRY_KEY: "5", "x": "1"})
+    target = plan.datasets[0].query
+    assert target is not None and dict(target.spark_conf) == {planner.RETRY_KEY: "5", "x": "1"}
+    assert plan.datasets[1].query is not None
+    assert dict(plan.datasets[1].query.spark_conf) == NO_RETRY_CONF  # metrics: no user conf
+    warn = plan_dataset(_rules("w"), DatasetKind.MATERIALIZED_VIEW, PipelineOptions(),
+                        state=state)
+    assert not warn.no_retry and [d.name for d in warn.datasets] == ["w", "w_dq_metrics"]
+    off = plan_dataset(_rules("o", Action.DROP, metrics=False), DatasetKind.STREAMING_TABLE,
+                       PipelineOptions(quarantine=True), state=state)
+    assert [d.name for d in off.datasets] == ["o", "o_quarantine"]
+    assert [f.name for f in off.flows] == ["o_to_quarantine"]
+    assert state.table_rules["o"].companions == off.companions
+    named = plan_dataset(dataclasses.replace(_rules("n", Action.DROP),
+                                             quarantine=QuarantineSpec("bad_rows")),
+                         DatasetKind.MATERIALIZED_VIEW, PipelineOptions(), state=state)
+    assert named.companions.quarantine == "bad_rows"
+
+
+def test_the_planner_the_compiler_and_the_translator_import_no_pyspark() -> None:
+    assert_runs_without_pyspark(
+        "import sdp_expect.plan, sdp_expect.compiler, sdp_expect.dbsql.render\n"
+        "from sdp_expect import sql\n"
+        "text = sql.translate('CREATE STREAMING TABLE t (CONSTRAINT c EXPECT (a > 0) "
+        "ON VIOLATION FAIL UPDATE) AS SELECT * FROM STREAM(s)')\n"
+        "assert 't_dq_records' in text and 'maxFlowRetryAttempts = 0' in text\n")
