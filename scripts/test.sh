@@ -2,8 +2,9 @@
 # Usage: scripts/test.sh [pytest arguments]
 # The whole test suite, from a fresh clone: for the newest 4.1.x, 4.2.x and
 # 4.x (4.3 or later) of pyspark, each in its own virtual environment
-# under .venv/, install sdp-expect with its test and lint extras, lint and
-# type-check (once), then run pytest. Exits non-zero if anything fails.
+# under .venv/, install sdp-expect with its test and lint extras, lint,
+# type-check and check the import layers (once), then run pytest. Exits
+# non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each entry is a pip specifier, optionally followed by "@" and a pytest marker
@@ -25,6 +26,8 @@ for entry in "${spec_list[@]}"; do
     first=0
     echo "== ruff"; "$venv/bin/ruff" check sdp_expect tests scripts examples benchmarks || status=1
     echo "== mypy"; "$venv/bin/mypy" || status=1
+    echo "== import-linter (the layers of docs/architecture.md)"
+    "$venv/bin/lint-imports" || status=1
   fi
   echo "== pytest"
   PATH="$PWD/$venv/bin:$PATH" "$venv/bin/python" -m pytest "${markers[@]}" "$@" || status=1
