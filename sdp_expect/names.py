@@ -82,7 +82,7 @@ METRICS_COLUMNS = (
     "total_records",
     "dropped_records",
 )
-"""The columns of ``<dataset>_dq_metrics``, in order (contract section 6)."""
+"""The columns of ``<dataset>_dq_metrics``, in order (docs/semantics.md#metrics)."""
 
 
 def quarantine_comment(dataset: str) -> str:

@@ -300,7 +300,7 @@ class Plan:
 
 def plan_companions(rules: DatasetRules, options: PipelineOptions, kind: DatasetKind,
                     where: Where = Where()) -> CompanionPlan:
-    """Decide which companion datasets a dataset gets (contract sections 5 and 6).
+    """Decide which companion datasets a dataset gets (docs/semantics.md#quarantine, #metrics).
 
     :param rules: The dataset's expectations and per-dataset settings.
     :param options: The pipeline-wide settings.

@@ -5,7 +5,7 @@ with the parsing rules of Spark's JSON and CSV readers for well-formed input
 (a missing JSON field, a JSON ``null`` and an empty CSV field are NULL),
 recomputes every table of the pipeline with SQL semantics (three-valued
 logic, NULL keys never join, aggregates skip NULLs, ``count(*)`` counts rows)
-and applies the expectations contract (README, SEMANTICS): a record passes a
+and applies what expectations mean (docs/semantics.md): a record passes a
 rule only when the constraint is TRUE; a record violating a drop rule leaves
 the target for the quarantine with the warn and drop rules it violated, in
 declaration order; ``<dataset>_dq_metrics`` has one row per rule with the

@@ -1,4 +1,7 @@
-"""Warn, drop and fail, alone and mixed, through real SDP runs (contract sections 1 to 3)."""
+"""Warn, drop and fail, alone and mixed, through real SDP runs.
+
+What they mean: docs/semantics.md, sections Expectations to Several expectations.
+"""
 
 from __future__ import annotations
 
@@ -216,6 +219,6 @@ def test_temporary_view_with_drop_rule_read_by_a_materialized_view(make_pipeline
     keep = [(1, 10, "open"), (2, -5, "open"), (5, 0, None)]
     assert_df_equality(result.table("orders_gold"), expected(pipeline, keep),
                        ignore_row_order=True)
-    # A view has no quarantine and no metrics table (contract sections 5 and 6).
+    # A view has no quarantine and no metrics table (docs/semantics.md#quarantine, #metrics).
     assert {n for n in result.outputs if not n.startswith("_sdpx_check_")} == {
         "orders_checked", "orders_gold"}

@@ -1,4 +1,7 @@
-"""Quarantine, metrics, rule files and many rules on real runs (contract sections 5 and 6)."""
+"""Quarantine, metrics, rule files and many rules on real runs.
+
+What they mean: docs/semantics.md#quarantine and #metrics.
+"""
 
 from __future__ import annotations
 

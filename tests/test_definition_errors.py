@@ -1,5 +1,5 @@
 """Mistakes stop the pipeline while it is defined, with a code, the dataset, the
-expectation and the fix (contract section 7). Each case runs a real graph
+expectation and the fix (docs/semantics.md#errors-at-definition). Each case runs a real graph
 registration: the error must come before any flow starts."""
 
 from __future__ import annotations

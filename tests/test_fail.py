@@ -1,4 +1,4 @@
-"""Fail expectations (contract sections 3 and 4) on real SDP runs."""
+"""Fail expectations (docs/semantics.md#several-expectations, #fail) on real SDP runs."""
 
 from __future__ import annotations
 

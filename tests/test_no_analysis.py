@@ -1,4 +1,4 @@
-"""No Spark action and no analysis while the pipeline is defined (contract section 6).
+"""No Spark action and no analysis while the pipeline is defined (docs/semantics.md#metrics).
 
 The client's RPCs are watched while a pipeline with every kind of companion
 dataset is registered: commands (define dataset, define flow) are expected;

@@ -1,5 +1,5 @@
 """NULL is a violation everywhere; ``sdp_expect.null_result: pass`` makes it pass
-everywhere: target filter, quarantine, fail check and metrics (contract section 2)."""
+everywhere: target filter, quarantine, fail check and metrics (docs/semantics.md#null)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ fail, rule names that are arbitrary text). The expected outcome comes from an
 oracle in plain Python that evaluates the same constraints on the same rows
 with Spark SQL semantics (three-valued logic; NaN equals NaN and is larger
 than every other double; ``%`` keeps the dividend's sign; ``length`` counts
-code points) and applies the behaviour contract (SEMANTICS.md sections 1-6):
+code points) and applies docs/semantics.md (expectations to metrics):
 
 1. target = records kept, quarantine = records dropped, target + quarantine =
    query output, record for record;

@@ -2,7 +2,7 @@
 tables hold, and the state of each dataset in a run.
 
 After ``spark-pipelines`` has run, every dataset with expectations has a
-``<dataset>_dq_metrics`` table (contract section 6) and, when quarantine is on,
+``<dataset>_dq_metrics`` table (docs/semantics.md#metrics) and, when quarantine is on,
 a quarantine table (section 5). :mod:`sdp_expect.report.reader` reads them into
 a :class:`TableReading`, :func:`sdp_expect.report.build.build_report` makes a
 :class:`QualityReport` of it, which :mod:`~sdp_expect.report.text`,
@@ -42,7 +42,7 @@ __all__ = [
 METRICS_SUFFIX = names.METRICS_SUFFIX
 """Suffix of a dataset's metrics table."""
 METRICS_COLUMNS = names.METRICS_COLUMNS
-"""The metrics table's columns (contract section 6)."""
+"""The metrics table's columns (docs/semantics.md#metrics)."""
 FAILED_EXPECTATIONS = names.FAILED_EXPECTATIONS_COLUMN
 """The quarantine's column with the names of the rules a record violated."""
 QUARANTINE_COMMENT = re.compile(
