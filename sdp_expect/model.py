@@ -201,13 +201,3 @@ class DatasetRules:
         """True when the dataset has no expectations."""
         return not self.expectations
 
-
-def rules_from_dict(
-    rules: Mapping[Any, Any], action: Action, *, dataset: Optional[str] = None,
-    origin: Optional[str] = None,
-) -> list[Expectation]:
-    """Build expectations from an ``expect_all*``-style ``{name: constraint}`` dict."""
-    return [
-        make_expectation(name, constraint, action, dataset=dataset, origin=origin)
-        for name, constraint in rules.items()
-    ]
