@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Optional
+from typing import Iterable, Optional
 
 from sdp_expect.constraint_check import check_constraint
 from sdp_expect.errors import SdpExpectError
