@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+import sys
+from types import TracebackType
+from typing import Any, Optional
 
-__all__ = ["DEFINITIONS_VARIABLE", "record_definition"]
+from sdp_expect.errors import SdpExpectError
+
+__all__ = ["DEFINITIONS_VARIABLE", "record_definition", "record_errors_on_exit"]
 
 DEFINITIONS_VARIABLE = "SDP_EXPECT_DEFINITIONS"
 """The environment variable naming the definitions file (JSON lines)."""
@@ -30,3 +34,37 @@ def record_definition(entry: dict[str, Any]) -> None:
             handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
     except OSError:  # the file only improves the messages of sdp-expect run
         pass
+
+
+def _coded(error: Optional[BaseException]) -> Optional[SdpExpectError]:
+    """The sdp-expect error in an exception's chain (pyspark may wrap it)."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, SdpExpectError):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def record_errors_on_exit() -> None:
+    """When a definitions file is asked for, record the coded error that stops the
+    definition (``{"kind": "error", ...}``: code, dataset, expectation, place), so that
+    tools read where it is as values instead of from the printed traceback.
+
+    ``spark-pipelines`` lets an error raised while a pipeline file is imported reach the
+    top of its process: Python's ``sys.excepthook`` sees it, and this records it first.
+    """
+    if not os.environ.get(DEFINITIONS_VARIABLE) or getattr(sys.excepthook, "_sdpx", False):
+        return
+    previous = sys.excepthook
+
+    def hook(kind: type[BaseException], error: BaseException,
+             trace: Optional[TracebackType]) -> None:
+        coded = _coded(error)
+        if coded is not None:
+            record_definition({"kind": "error", **coded.as_dict()})
+        previous(kind, error, trace)
+
+    hook._sdpx = True  # type: ignore[attr-defined]
+    sys.excepthook = hook

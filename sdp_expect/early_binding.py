@@ -232,7 +232,7 @@ def early_reads(relation: Any, spark_version: Optional[str] = None) -> list[Earl
     return found
 
 
-def describe(read: EarlyRead, reader: str, where: Optional[str]) -> str:
+def describe(read: EarlyRead, reader: str, where: object) -> str:
     """The detail of SDPX-DEF-110 for one early read by dataset ``reader``."""
     at = f" (called at {where})" if where else ""
     return (f"{read.method}(){at} is applied to a read of pipeline dataset {read.table!r}: "

@@ -9,9 +9,50 @@ each one and a test keeps the two in step.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional, Union
 
-__all__ = ["ERROR_CATALOGUE", "ErrorSpec", "SdpExpectError"]
+__all__ = ["ERROR_CATALOGUE", "ErrorSpec", "Location", "SdpExpectError"]
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a mistake is, as values: a file and a line (and column) in it, or a rule
+    of a rule file by its number. Readers use the fields; the text is for people.
+
+    :param file: The file, as shown to the user.
+    :param line: 1-based line, when known.
+    :param column: 1-based column, when known (shown as ``file:line:column``).
+    :param rule: 1-based number of a rule in a rule file (shown as ``file, rule 3``).
+    """
+
+    file: str
+    line: Optional[int] = None
+    column: Optional[int] = None
+    rule: Optional[int] = None
+
+    def __str__(self) -> str:
+        if self.rule is not None:
+            return f"{self.file}, rule {self.rule}"
+        if self.line is None:
+            return self.file
+        if self.column is None:
+            return f"{self.file}:{self.line}"
+        return f"{self.file}:{self.line}:{self.column}"
+
+    @classmethod
+    def from_dict(cls, value: Any) -> Optional[Location]:
+        """The location :meth:`as_dict` wrote (read back from JSON); None for anything else."""
+        if not isinstance(value, dict) or not isinstance(value.get("file"), str):
+            return None
+        numbers = {key: value[key] for key in ("line", "column", "rule")
+                   if isinstance(value.get(key), int)}
+        return cls(value["file"], **numbers)
+
+    def as_dict(self) -> dict[str, Any]:
+        """For JSON documents (``None`` fields left out)."""
+        return {key: value for key, value in (("file", self.file), ("line", self.line),
+                                             ("column", self.column), ("rule", self.rule))
+                if value is not None}
 
 
 @dataclass(frozen=True)
@@ -229,7 +270,9 @@ class SdpExpectError(ValueError):
     :param dataset: The dataset concerned, when known.
     :param expectation: The expectation concerned, when known.
     :param fix: What to do instead; defaults to the catalogue's fix.
-    :param location: Where the mistake is (``file``, ``file:line`` or ``file, rule 3``).
+    :param location: Where the mistake is: a :class:`Location` (its fields are
+        :attr:`place`), or text where no finer structure is known (a Python source
+        location as pyspark gives it).
     """
 
     def __init__(
@@ -240,7 +283,7 @@ class SdpExpectError(ValueError):
         dataset: Optional[str] = None,
         expectation: Optional[str] = None,
         fix: Optional[str] = None,
-        location: Optional[str] = None,
+        location: Union[Location, str, None] = None,
     ) -> None:
         spec = ERROR_CATALOGUE[code]
         self.code = code
@@ -248,13 +291,17 @@ class SdpExpectError(ValueError):
         self.dataset = dataset
         self.expectation = expectation
         self.fix = fix or spec.fix
-        self.location = location
+        self.place: Optional[Location] = location if isinstance(location, Location) else None
+        """Where the mistake is, as values, when the raise site knew them."""
+        self.location: Optional[str] = str(location) if location else None
+        """Where the mistake is, as shown."""
         super().__init__(self.render())
 
-    def render(self) -> str:
-        """Return the one-line message shown to the user."""
+    def render(self, *, with_location: bool = True) -> str:
+        """The one-line message shown to the user (``with_location=False``: without
+        the place, for a reader that shows it apart)."""
         where = []
-        if self.location:
+        if self.location and with_location:
             where.append(self.location)
         if self.dataset is not None:
             where.append(f"dataset {self.dataset!r}")
@@ -267,7 +314,7 @@ class SdpExpectError(ValueError):
         self,
         *,
         dataset: Optional[str] = None,
-        location: Optional[str] = None,
+        location: Union[Location, str, None] = None,
     ) -> SdpExpectError:
         """Return the same error with the dataset or location filled in where missing."""
         return SdpExpectError(
@@ -276,5 +323,14 @@ class SdpExpectError(ValueError):
             dataset=self.dataset if self.dataset is not None else dataset,
             expectation=self.expectation,
             fix=self.fix,
-            location=self.location or location,
+            location=(self.place or self.location) or location,
         )
+
+    def as_dict(self) -> dict[str, Any]:
+        """The error as JSON values: code, dataset, expectation, place, message."""
+        found: dict[str, Any] = {"code": self.code, "dataset": self.dataset,
+                                 "expectation": self.expectation,
+                                 "location": self.location, "message": self.render()}
+        if self.place is not None:
+            found["place"] = self.place.as_dict()
+        return found

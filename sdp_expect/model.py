@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Union
 
 from sdp_expect.constraint_check import check_constraint
-from sdp_expect.errors import SdpExpectError
+from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.names import quarantine_name
 
 __all__ = [
@@ -49,7 +49,8 @@ class Action(str, enum.Enum):
 
 
 def parse_action(value: object, *, dataset: Optional[str] = None,
-                 expectation: Optional[str] = None, location: Optional[str] = None) -> Action:
+                 expectation: Optional[str] = None,
+                 location: Union[Location, str, None] = None) -> Action:
     """Turn ``'warn' | 'drop' | 'fail'`` (any case) or an :class:`Action` into an Action.
 
     :raises SdpExpectError: SDPX-VAL-006 for anything else.
@@ -86,6 +87,8 @@ class Expectation:
     constraint: str
     action: Action = Action.WARN
     origin: Optional[str] = field(default=None, compare=False)
+    place: Optional[Location] = field(default=None, compare=False)
+    """Where it was declared, as values, when the front end knew them."""
 
 
 def make_expectation(
@@ -94,7 +97,7 @@ def make_expectation(
     action: object = Action.WARN,
     *,
     dataset: Optional[str] = None,
-    origin: Optional[str] = None,
+    origin: Union[Location, str, None] = None,
 ) -> Expectation:
     """Validate the three parts of an expectation and build it.
 
@@ -104,7 +107,8 @@ def make_expectation(
         non-deterministic functions.
     :param action: ``warn``, ``drop``, ``fail`` or an :class:`Action`.
     :param dataset: The dataset it belongs to, for error messages.
-    :param origin: Where it was declared, for error messages.
+    :param origin: Where it was declared, for error messages (kept as text in
+        :attr:`Expectation.origin`).
     :raises SdpExpectError: SDPX-VAL-002, -008, -001, -006, -010 or -011.
     """
     label = name if isinstance(name, str) else None
@@ -140,7 +144,9 @@ def make_expectation(
             expectation=label,
             location=origin,
         )
-    return Expectation(name=name, constraint=constraint, action=act, origin=origin)
+    return Expectation(name=name, constraint=constraint, action=act,
+                       origin=None if origin is None else str(origin),
+                       place=origin if isinstance(origin, Location) else None)
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
 from sdp_expect.emit_python import DATASET_DECORATORS, emit, returning
-from sdp_expect.errors import SdpExpectError
+from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.model import (
     Action,
     DatasetKind,
@@ -105,8 +105,8 @@ class _Pending:
     metrics: Optional[bool] = None
 
 
-def _where(location: SourceCodeLocation) -> str:
-    return f"{os.path.basename(location.filename)}:{location.line_number}"
+def _where(location: SourceCodeLocation) -> Location:
+    return Location(os.path.basename(location.filename), location.line_number)
 
 
 def _pending_of(func: Any, decorator: str, label: Optional[str]) -> _Pending:
@@ -194,7 +194,7 @@ def expect_or_fail(name: str, constraint: str) -> Decorator:
 
 
 def _group(decorator: str, action: Action, args: tuple[Any, ...], kwargs: Mapping[str, Any],
-           origin: str) -> Decorator:
+           origin: Location) -> Decorator:
     if len(args) != 1 or kwargs or not isinstance(args[0], Mapping):
         shown = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
         single = {"expect_all": "expect", "expect_all_or_drop": "expect_or_drop",

@@ -23,10 +23,10 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Union
 
 from sdp_expect.compiler import RuleLogic
-from sdp_expect.errors import SdpExpectError
+from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.model import Action, DatasetKind, DatasetRules, Expectation
 from sdp_expect.names import (
     metrics_comment,
@@ -82,12 +82,13 @@ CHECK_VIEW_PREFIX = "_sdpx_check_"
 class Where:
     """Where a front end met a definition, for the errors raised while planning it.
 
-    :param location: ``file:line`` (a Python decorator's or a SQL statement's).
+    :param location: A SQL statement's :class:`~sdp_expect.errors.Location`, or a
+        Python decorator's ``file:line`` as pyspark gives it.
     :param sql: True for the Databricks SQL front end: the errors' fixes name
         SQL clauses (``CONSTRAINT``, ``TBLPROPERTIES``) instead of decorators.
     """
 
-    location: Optional[str] = None
+    location: Union[Location, str, None] = None
     sql: bool = False
 
 
@@ -367,6 +368,7 @@ def rule_checks(logic: RuleLogic, companions: CompanionPlan, flow: str) -> list[
             "kind": "check", "view": view, "dataset": dataset, "flow": flow,
             "expectation": expectation.name, "constraint": expectation.constraint,
             "action": expectation.action.value, "location": expectation.origin,
+            "place": None if expectation.place is None else expectation.place.as_dict(),
             "query_view": base}, logic))
     return checks
 

@@ -27,7 +27,7 @@ import sys
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, TypeVar
+from typing import Any, Callable, Iterator, Optional, TypeVar, Union
 
 import pyspark
 from pyspark.pipelines.graph_element_registry import (
@@ -39,7 +39,7 @@ from pyspark.pipelines.source_code_location import SourceCodeLocation
 from pyspark.sql import DataFrame, SparkSession
 
 import sdp_expect
-from sdp_expect.definitions import DEFINITIONS_VARIABLE, record_definition
+from sdp_expect.definitions import DEFINITIONS_VARIABLE, record_definition, record_errors_on_exit
 from sdp_expect.early_binding import (
     EarlyRead,
     describe,
@@ -47,7 +47,7 @@ from sdp_expect.early_binding import (
     messages,
     table_name,
 )
-from sdp_expect.errors import SdpExpectError
+from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.options import read_options
 from sdp_expect.plan import CHECK_VIEW_PREFIX, PlanState, RuleCheck, check_view_name, rule_checks
 from sdp_expect.project import library_files, spec_in
@@ -130,7 +130,8 @@ class GraphState(PlanState):
     """
 
     datasets: set[str] = field(default_factory=set)
-    early_reads: list[tuple[EarlyRead, str, str]] = field(default_factory=list)
+    early_reads: list[tuple[EarlyRead, str, Union[Location, str, None]]] = field(
+        default_factory=list)
 
 
 _STATES: weakref.WeakKeyDictionary[GraphElementRegistry, GraphState] = (
@@ -188,7 +189,8 @@ def _spec_sql_datasets() -> set[str]:
 
 
 def evaluate_query(func: Callable[[], DataFrame], flow_name: str, *,
-                   reader: Optional[str] = None, where: Optional[str] = None) -> DataFrame:
+                   reader: Optional[str] = None,
+                   where: Union[Location, str, None] = None) -> DataFrame:
     """Call a query function once, as SDP would when it registers the flow.
 
     The call runs inside the flow's pipeline analysis context and, where the
@@ -205,7 +207,7 @@ def evaluate_query(func: Callable[[], DataFrame], flow_name: str, *,
     registry = real_registry()
     spark = getattr(registry, "_spark", None)
     graph_id = getattr(registry, "_dataflow_graph_id", None)
-    sites: dict[int, tuple[str, str]] = {}
+    sites: dict[int, tuple[Location, str]] = {}
     with contextlib.ExitStack() as stack:
         if spark is not None and graph_id is not None:
             from pyspark.pipelines.add_pipeline_analysis_context import (
@@ -245,18 +247,18 @@ _OWN_FOLDERS = tuple(
 )
 
 
-def _user_frame() -> Optional[str]:
-    """``file:line`` of the innermost caller outside pyspark and sdp-expect."""
+def _user_frame() -> Optional[Location]:
+    """The file and line of the innermost caller outside pyspark and sdp-expect."""
     frame = sys._getframe(1)
     while frame is not None:
         filename = os.path.abspath(frame.f_code.co_filename)
         if not filename.startswith(_OWN_FOLDERS):
-            return f"{os.path.basename(filename)}:{frame.f_lineno}"
+            return Location(os.path.basename(filename), frame.f_lineno)
         frame = frame.f_back  # type: ignore[assignment]
     return None
 
 
-def _recording(method: Callable[..., Any], sites: dict[int, tuple[str, str]],
+def _recording(method: Callable[..., Any], sites: dict[int, tuple[Location, str]],
                ) -> Callable[..., Any]:
     @functools.wraps(method)
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -273,7 +275,7 @@ def _recording(method: Callable[..., Any], sites: dict[int, tuple[str, str]],
 
 
 @contextlib.contextmanager
-def _call_sites(sites: dict[int, tuple[str, str]]) -> Iterator[None]:
+def _call_sites(sites: dict[int, tuple[Location, str]]) -> Iterator[None]:
     """While the block runs, note where each tracked Spark Connect method is called.
 
     The plan carries no source location, and an early-binding method is best
@@ -305,7 +307,7 @@ def _relation(query: DataFrame) -> Any:
     return plan.plan(client)
 
 
-def _early_error(read: EarlyRead, reader: str, where: Optional[str],
+def _early_error(read: EarlyRead, reader: str, where: Union[Location, str, None],
                  not_yet: bool = False) -> SdpExpectError:
     detail = describe(read, reader, where)
     if not_yet:
@@ -315,8 +317,8 @@ def _early_error(read: EarlyRead, reader: str, where: Optional[str],
                           fix=f"{read.rewrite}; see docs/early-binding.md", location=where)
 
 
-def check_reads(query: DataFrame, reader: str, where: Optional[str],
-                sites: Optional[dict[int, tuple[str, str]]] = None) -> None:
+def check_reads(query: DataFrame, reader: str, where: Union[Location, str, None],
+                sites: Optional[dict[int, tuple[Location, str]]] = None) -> None:
     """Stop a query that open-source SDP would bind to the previous update's table.
 
     A read of a dataset defined so far raises SDPX-DEF-110 at once; a read of
@@ -335,13 +337,13 @@ def check_reads(query: DataFrame, reader: str, where: Optional[str],
     state = graph_state()
     for read in early_reads(relation):
         site = (sites or {}).get(read.plan_id) if read.plan_id is not None else None
-        location = where
+        location: Union[Location, str, None] = where
         if site is not None:
             location, method = site
             read = dataclasses.replace(read, method=method)
         if read.table.lower() in state.datasets:
             raise _early_error(read, reader, location)
-        state.early_reads.append((read, reader, location or ""))
+        state.early_reads.append((read, reader, location))
 
 
 @contextlib.contextmanager
@@ -364,7 +366,7 @@ def registering(reader: str) -> Iterator[None]:
         missing = table_name(str(parameters.get("relationName", ""))).lower()
         for read, early_reader, location in graph_state().early_reads:
             if early_reader == reader and read.table.lower() == missing:
-                raise _early_error(read, reader, location or None, not_yet=True) from None
+                raise _early_error(read, reader, location, not_yet=True) from None
         raise
 
 
@@ -376,7 +378,7 @@ def note_datasets(*names: str) -> None:
         state.datasets.add(key)
         for read, reader, location in state.early_reads:
             if read.table.lower() == key:
-                raise _early_error(read, reader, location or None)
+                raise _early_error(read, reader, location)
 
 
 def is_streaming(query: DataFrame) -> bool:
@@ -406,3 +408,8 @@ def _mentions_stream(sql_text: str) -> bool:
     except ValueError:
         return False
     return any(t.kind is TokenKind.IDENT and t.value.upper() == "STREAM" for t in tokens)
+
+
+# In the child of ``sdp-expect run`` / ``dry-run``, the coded error that stops the
+# definition is also recorded as values (definitions.record_errors_on_exit).
+record_errors_on_exit()

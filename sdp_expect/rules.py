@@ -31,7 +31,7 @@ from typing import Any, Iterable, Iterator, Optional, Sequence, Union
 
 import yaml
 
-from sdp_expect.errors import SdpExpectError
+from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.model import Action, Expectation, make_expectation, parse_action
 
 # libyaml parses events in C without recursion; composing stays in Python, where it is bounded.
@@ -140,7 +140,7 @@ class RuleError(SdpExpectError):
         )
 
     def with_context(
-        self, *, dataset: Optional[str] = None, location: Optional[str] = None
+        self, *, dataset: Optional[str] = None, location: Union[Location, str, None] = None
     ) -> RuleError:
         """Return the same error with the dataset filled in where missing.
 
@@ -184,14 +184,15 @@ class RuleFileError(SdpExpectError):
             location=file,
         )
 
-    def render(self) -> str:
+    def render(self, *, with_location: bool = True) -> str:
         """Return the message: a heading line, then one line per error."""
-        lines = [f"[{self.code}] {self.location}: {self.detail}:"]
+        lines = [f"[{self.code}] {self.location}: {self.detail}:" if with_location
+                 else f"[{self.code}] {self.detail}:"]
         lines.extend(f"  - {error.render()}" for error in self.errors)
         return "\n".join(lines)
 
     def with_context(
-        self, *, dataset: Optional[str] = None, location: Optional[str] = None
+        self, *, dataset: Optional[str] = None, location: Union[Location, str, None] = None
     ) -> RuleFileError:
         """Return the same errors with the dataset filled in where missing.
 

@@ -36,7 +36,7 @@ import os
 from typing import Optional
 
 from sdp_expect.dbsql.parse import Findings, RuleFileUse, check, read_file
-from sdp_expect.errors import SdpExpectError
+from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.rules import RuleFileCheck, RuleFileError
 from sdp_expect.validate_results import (
     FileResult,
@@ -95,7 +95,7 @@ def _issues(findings: Findings, path: str) -> list[ValidationIssue]:
     :param findings: What :func:`~sdp_expect.dbsql.parse.check` found.
     :param path: The SQL file as shown.
     """
-    found = [(_line_and_column(error.location, path), _issue(error, path))
+    found = [(_line_and_column(error.place, path), _issue(error, path))
              for error in findings.errors if not isinstance(error, RuleFileError)]
     found += [((use.position.line, use.position.column), _unreadable_issue(use, path))
               for use in findings.rule_files if _unreadable(use.check)]
@@ -106,13 +106,13 @@ def _issues(findings: Findings, path: str) -> list[ValidationIssue]:
 def _issue(error: SdpExpectError, path: str) -> ValidationIssue:
     """One error of the SQL file.
 
-    :param error: The error, its location ``path:line[:column]`` when known.
+    :param error: The error, its place in ``path`` when known.
     :param path: The SQL file as shown.
     """
     return ValidationIssue(
         code=error.code,
         file=path,
-        rule=_place(error.location, path, error.dataset, error.expectation),
+        rule=_place(error.place, path, error.dataset, error.expectation),
         message=f"{error.detail}. Fix: {error.fix}.",
         expectation=error.expectation,
     )
@@ -129,7 +129,7 @@ def _unreadable_issue(use: RuleFileUse, path: str) -> ValidationIssue:
     return ValidationIssue(
         code=problem.code,
         file=path,
-        rule=_place(where.precise, path, use.dataset, None),
+        rule=_place(where.at_column(), path, use.dataset, None),
         message=f"the rule file {use.check.file!r} named by 'sdp_expect.rules' cannot be "
         f"read: {problem.detail}. Fix: write the path of the rule file relative to the "
         "folder of this SQL file, and check that the file is readable.",
@@ -153,17 +153,11 @@ def _rule_file_shown(name: str, path: str) -> str:
     return name if os.path.isabs(name) else os.path.join(os.path.dirname(path), name)
 
 
-def _place(location: Optional[str], path: str, dataset: Optional[str],
+def _place(place: Optional[Location], path: str, dataset: Optional[str],
            expectation: Optional[str]) -> Optional[str]:
-    """``"line 5, column 3, dataset 'orders', expectation 'valid_id'"``: what is known.
-
-    :param location: The error's location: ``path:line[:column]``, or something else.
-    :param path: The SQL file as shown.
-    :param dataset: The dataset concerned, when known.
-    :param expectation: The expectation concerned, when known.
-    """
+    """``"line 5, column 3, dataset 'orders', expectation 'valid_id'"``: what is known."""
     parts = []
-    numbers = _line_and_column(location, path)
+    numbers = _line_and_column(place, path)
     if numbers:
         parts.append(f"line {numbers[0]}")
     if len(numbers) > 1:
@@ -175,16 +169,8 @@ def _place(location: Optional[str], path: str, dataset: Optional[str],
     return ", ".join(parts) or None
 
 
-def _line_and_column(location: Optional[str], path: str) -> tuple[int, ...]:
-    """``(line,)`` or ``(line, column)`` from ``path:line[:column]``; ``()`` otherwise.
-
-    :param location: The error's location.
-    :param path: The SQL file as shown.
-    """
-    prefix = path + ":"
-    if location is None or not location.startswith(prefix):
+def _line_and_column(place: Optional[Location], path: str) -> tuple[int, ...]:
+    """``(line,)`` or ``(line, column)`` of an error in ``path``; ``()`` elsewhere."""
+    if place is None or place.file != path or place.line is None:
         return ()
-    parts = location[len(prefix):].split(":")
-    if len(parts) > 2 or not all(part.isdigit() for part in parts):
-        return ()
-    return tuple(int(part) for part in parts)
+    return (place.line,) if place.column is None else (place.line, place.column)

@@ -74,7 +74,7 @@ def shape(plan: Plan) -> dict[str, Any]:
                       flow(d.query) if d.query is not None else None) for d in plan.datasets],
         "flows": [flow(f) for f in plan.flows],
         "checks": [(c.view, c.expectation,
-                    {k: v for k, v in c.definition.items() if k != "location"},
+                    {k: v for k, v in c.definition.items() if k not in ("location", "place")},
                     c.select("src")) for c in plan.checks],
         "no_retry": plan.no_retry,
     }

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, write_text
+from sdp_expect.cli.run_output import Definitions
 from sdp_expect.cli.spark_pipelines import Outcome, build_command, run_pipeline
 from sdp_expect.definitions import DEFINITIONS_VARIABLE
 from sdp_expect.project import Project, UsageProblem, find_spec, load_project
@@ -231,7 +232,8 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
                                     or ("COMPLETED" if outcome.returncode == 0 else "FAILED"),
                                     "flows": dict(outcome.events.flows),
                                     "log": str(log_path),
-                                    "rule_errors": [r.as_dict() for r in outcome.rule_errors]}
+                                    "rule_errors": [r.as_dict() for r in outcome.rule_errors],
+                                    "definition_errors": Definitions.read(definitions).errors}
         if report is not None:
             document.update(report_dict(report))
         else:

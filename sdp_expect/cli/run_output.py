@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from sdp_expect.errors import SdpExpectError
+from sdp_expect.errors import Location, SdpExpectError
 
 __all__ = ["ChildOutput", "Definitions", "RuleError", "line_kind"]
 
@@ -84,7 +84,7 @@ class Definitions:
     queries: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Query view name -> the flow, the dataset and the flows derived from it."""
     errors: list[dict[str, Any]] = field(default_factory=list)
-    """Coded errors raised while the pipeline was defined."""
+    """The coded error that stopped the definition (``SdpExpectError.as_dict``), if any."""
 
     @classmethod
     def read(cls, path: Optional[Path]) -> Definitions:
@@ -116,20 +116,21 @@ class RuleError:
     constraint: str
     location: Optional[str]
     reason: str
+    place: Optional[Location] = None
+    """Where the expectation was declared, as values, when the child recorded them."""
 
     def error(self) -> SdpExpectError:
         """The coded error."""
         return SdpExpectError(
             "SDPX-DEF-111",
             f"Spark cannot analyse the constraint {self.constraint!r}: {self.reason}",
-            dataset=self.dataset, expectation=self.expectation, location=self.location)
+            dataset=self.dataset, expectation=self.expectation,
+            location=self.place or self.location)
 
     def as_dict(self) -> dict[str, Any]:
         """For ``--format json``."""
-        return {"code": "SDPX-DEF-111", "dataset": self.dataset,
-                "expectation": self.expectation, "constraint": self.constraint,
-                "location": self.location, "reason": self.reason,
-                "message": self.error().render()}
+        return {**self.error().as_dict(), "constraint": self.constraint,
+                "reason": self.reason}
 
 
 def spark_reason(error_line: str) -> str:
@@ -236,7 +237,8 @@ class ChildOutput:
             hidden.update(str(name) for name in query.get("derived", []))
             rule = RuleError(dataset=str(check["dataset"]), expectation=str(check["expectation"]),
                              constraint=str(check["constraint"]),
-                             location=check.get("location"), reason=spark_reason(block.error))
+                             location=check.get("location"), reason=spark_reason(block.error),
+                             place=Location.from_dict(check.get("place")))
             self.rule_errors.append(rule)
             shown.append(rule.error().render() + "\n")
         self._explained = True

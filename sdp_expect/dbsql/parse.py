@@ -54,7 +54,7 @@ from sdp_expect.dbsql.statements import (
     UseStatement,
     summarize,
 )
-from sdp_expect.errors import SdpExpectError
+from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.model import Action, DatasetRules, QuarantineSpec, make_expectation
 from sdp_expect.plan import Where, auto_cdc_target_error
 from sdp_expect.spark_version import AUTO_CDC_IN_SQL, spark_has
@@ -175,13 +175,13 @@ class _Cursor:
     def error(self, token: Optional[Token], detail: str, *,
               dataset: Optional[str] = None) -> SdpExpectError:
         return SdpExpectError(_SQL_302, detail, dataset=dataset,
-                              location=self.position(token).precise)
+                              location=self.position(token).at_column())
 
     def unsupported(self, token: Token, construct: str, fix: str, *,
                     dataset: Optional[str] = None) -> SdpExpectError:
         return SdpExpectError(
             _SQL_301, f"{construct} is Databricks-only: open-source SDP cannot run it",
-            dataset=dataset, fix=fix, location=self.position(token).precise,
+            dataset=dataset, fix=fix, location=self.position(token).at_column(),
         )
 
     def text(self, first: Token, last: Token) -> str:
@@ -286,13 +286,13 @@ def read_file(path: str, shown: str) -> str:
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             raise SdpExpectError("SDPX-SQL-305", f"cannot read {shown}: not a regular file",
-                                 location=shown)
+                                 location=Location(shown))
         with open(path, encoding="utf-8-sig") as handle:
             return handle.read()
     except (OSError, UnicodeDecodeError, ValueError) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         raise SdpExpectError("SDPX-SQL-305", f"cannot read {shown}: {reason}",
-                             location=shown) from None
+                             location=Location(shown)) from None
 
 
 def parse(text: str, file: str, *, base_dir: Optional[str] = None,
@@ -396,7 +396,7 @@ def check(text: str, file: str, *, base_dir: Optional[str] = None,
                                    findings).read()
         except SdpExpectError as error:
             start = Position(file, current[0].line, current[0].col)
-            findings.errors.append(error.with_context(location=str(start)))
+            findings.errors.append(error.with_context(location=start.at_line()))
             continue
         if len(findings.errors) == before:
             findings.statements.append(statement)
@@ -414,7 +414,7 @@ def _split(text: str, file: str) -> SplitFile:
         return split(text, file)
     except SqlTokenError as error:
         raise SdpExpectError(_SQL_302, error.message,
-                             location=Position(file, error.line, error.col).precise) from None
+                             location=Position(file, error.line, error.col).at_column()) from None
 
 
 @dataclass
@@ -477,7 +477,7 @@ class _Statement:
         self._keep(SdpExpectError(
             _SQL_308, f"'{words} ...' is not a statement of a pipeline: open-source SDP runs "
             "only CREATE MATERIALIZED VIEW / STREAMING TABLE / [TEMPORARY] VIEW / FLOW, SET and "
-            "USE in a pipeline's SQL files", location=statement.position.precise))
+            "USE in a pipeline's SQL files", location=statement.position.at_column()))
         return statement
 
     def _all_text(self) -> str:
@@ -633,7 +633,7 @@ class _Statement:
                                      dataset=statement.name.dataset)
         if not statement.rules.empty:
             raise auto_cdc_target_error(statement.name.dataset,
-                                        Where(str(statement.position), sql=True))
+                                        Where(statement.position.at_line(), sql=True))
         passed = self._pass_through_without_refresh()
         passed.flow_target = statement.name.dataset
         return passed
@@ -685,7 +685,7 @@ class _Statement:
             self._keep(SdpExpectError(
                 error.code, error.detail, dataset=error.dataset or statement.name.dataset,
                 expectation=error.expectation or element[1].value, fix=error.fix,
-                location=error.location or str(self.cursor.position(element[0]))))
+                location=error.place or self.cursor.position(element[0]).at_line()))
 
     def _keep(self, error: SdpExpectError) -> None:
         """Raise ``error`` (:func:`parse`), or keep it and read on (:func:`check`).
@@ -714,7 +714,7 @@ class _Statement:
                 "KEY or UNIQUE constraints); to check records write CONSTRAINT name EXPECT "
                 "(condition)", dataset=dataset)
         name = element[1].value
-        origin = str(cursor.position(element[0]))
+        origin = cursor.position(element[0]).at_line()
         if len(element) < 4 or element[3].kind is not TokenKind.LPAREN:
             found = element[3] if len(element) > 3 else None
             raise cursor.error(found if found is not None else element[-1],
@@ -991,7 +991,7 @@ class _Properties:
 
     def _take(self, key: str, value: Optional[str], where: Position, dataset: str) -> None:
         def problem(detail: str) -> SdpExpectError:
-            return SdpExpectError(_SQL_304, detail, dataset=dataset, location=where.precise)
+            return SdpExpectError(_SQL_304, detail, dataset=dataset, location=where.at_column())
 
         if key not in _KNOWN_KEYS:
             raise problem(f"unknown table property {key!r}")
@@ -1030,7 +1030,7 @@ class _Properties:
         rules.metrics = self.metrics
         if self.tag is not None and self.rules is None:
             raise SdpExpectError(_SQL_304, "'sdp_expect.rules.tag' without 'sdp_expect.rules'",
-                                 dataset=rules.dataset, location=str(statement.position))
+                                 dataset=rules.dataset, location=statement.position.at_line())
         if self.rules is not None:
             folder = base_dir if base_dir is not None else os.getcwd()
             checked = rule_files.check_file(self.rules, base_dir=folder, dataset=rules.dataset)

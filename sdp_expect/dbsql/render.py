@@ -46,7 +46,7 @@ from sdp_expect.dbsql.statements import (
     summarize,
 )
 from sdp_expect.definitions import record_definition
-from sdp_expect.errors import SdpExpectError
+from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.model import DatasetKind
 from sdp_expect.options import (
     KEY_METRICS,
@@ -187,8 +187,8 @@ class Translation:
                         position = statement.origin
                         break
         code = "SDPX-SQL-302" if isinstance(error, ParseException) else "SDPX-SQL-306"
-        where = position.precise if position is not None and position.column > 1 else (
-            str(position) if position is not None else self.file)
+        where = (position.at_column() if position.column > 1 else position.at_line()) \
+            if position is not None else Location(self.file)
         return SdpExpectError(code, f"Spark rejected the translated statement: {detail}",
                               location=where)
 
@@ -353,12 +353,12 @@ class Translator:
             raw = _unquoted(value)
             if key.lower() not in (KEY_NULL_RESULT, KEY_QUARANTINE, KEY_METRICS):
                 raise SdpExpectError("SDPX-SQL-304", f"unknown setting {key!r}",
-                                     location=str(statement.position))
+                                     location=statement.position.at_line())
             conf = dict(scope.conf, **{key.lower(): raw})
             try:
                 scope.options = read_options(conf.get)
             except SdpExpectError as error:
-                raise error.with_context(location=str(statement.position)) from None
+                raise error.with_context(location=statement.position.at_line()) from None
             scope.conf = conf
             out.comment(f"{statement.position}: {statement.text}",
                         "(applied by sdp-expect to the statements below in this file)")
@@ -502,7 +502,7 @@ def _where(position: Position) -> Where:
 
     :param position: The statement's position.
     """
-    return Where(str(position), sql=True)
+    return Where(position.at_line(), sql=True)
 
 
 _KEYWORDS = {DatasetKind.MATERIALIZED_VIEW: "MATERIALIZED VIEW",

@@ -45,7 +45,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, Union
 
-from sdp_expect.errors import SdpExpectError
+from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.sqltokens import Token, TokenKind, is_keyword, tokenize
 
 __all__ = [
@@ -246,7 +246,7 @@ def _foreign_cell(magic: str, token: Token, file: str) -> SdpExpectError:
     return SdpExpectError(
         _SQL_307, f"a %{magic} notebook cell: a SQL pipeline file holds only SQL (and markdown) "
         "cells, so the pipeline would not run it", fix=fix,
-        location=f"{file}:{token.line}")
+        location=Location(file, token.line))
 
 
 def _end_line(token: Token) -> int:
@@ -342,4 +342,4 @@ def _missing_semicolon(first: Token, next_first: Token, file: str) -> SdpExpectE
         "end of its notebook cell)",
         fix=f"end the statement of line {first.line} with ';', or start a new notebook cell "
         f"(a line '-- COMMAND ----------') before line {next_first.line}",
-        location=f"{file}:{next_first.line}:{next_first.col}")
+        location=Location(file, next_first.line, next_first.col))

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
+from sdp_expect.errors import Location
 from sdp_expect.model import DatasetKind, DatasetRules
 
 __all__ = [
@@ -64,6 +65,14 @@ class Position:
     def precise(self) -> str:
         """``file:line:column``."""
         return f"{self.file}:{self.line}:{self.column}"
+
+    def at_line(self) -> Location:
+        """The file and line, for an error about what starts here (shown ``file:line``)."""
+        return Location(self.file, self.line)
+
+    def at_column(self) -> Location:
+        """The file, line and column (shown ``file:line:column``)."""
+        return Location(self.file, self.line, self.column)
 
 
 @dataclass(frozen=True)

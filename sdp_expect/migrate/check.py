@@ -1,16 +1,19 @@
 """The dry-run that ``sdp-expect migrate`` makes of its own result.
 
-After writing DST, migrate runs ``sdp-expect dry-run`` there (``spark-pipelines
-dry-run`` with sdp-expect's defaults: every definition, expectation and column
-is checked, no table is written). Each error it reports is located in a DST
-file and line (a traceback frame, ``file.py:14`` in an SDPX message, ``x.sql, line
-3``), and that place is mapped back to the SOURCE file and line through the line
-maps migrate kept while rewriting (:attr:`MigrationResult.line_maps`): no message
-of migrate's own is read back.
+After writing DST, migrate runs ``sdp-expect dry-run --format json`` there
+(``spark-pipelines dry-run`` with sdp-expect's defaults: every definition,
+expectation and column is checked, no table is written). sdp-expect's own errors
+come as values from its JSON document (``definition_errors``, ``rule_errors``:
+code, message and place); Spark's errors are found in the full output (a Python
+traceback's exception line, located by its frames in DST). Each place in DST is
+mapped back to the SOURCE file and line through the line maps migrate kept while
+rewriting (:attr:`MigrationResult.line_maps`): no message of sdp-expect's own is
+read back.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -18,7 +21,9 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
+
+from sdp_expect.errors import Location
 
 __all__ = ["CheckError", "CheckResult", "dry_run"]
 
@@ -82,8 +87,10 @@ def dry_run(dst: Path, line_maps: dict[str, list[tuple[str, int]]], *,
     for key in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE"):
         env.pop(key, None)
     dst = dst.resolve()
-    # --verbose: the traceback frames (which locate an error in DST) are in the output
-    command = [*_command(), "dry-run", "--spec", str(dst), "--color", "never", "--verbose"]
+    # --verbose: the traceback frames (which locate Spark's errors in DST) are in the
+    # output (on stderr; stdout holds the JSON document)
+    command = [*_command(), "dry-run", "--spec", str(dst), "--color", "never", "--verbose",
+               "--format", "json"]
     if port_wait is not None:
         command += ["--port-wait", str(int(port_wait))]
     try:
@@ -92,10 +99,14 @@ def dry_run(dst: Path, line_maps: dict[str, list[tuple[str, int]]], *,
     except subprocess.TimeoutExpired as error:
         return CheckResult(ok=False, status=1, output=str(error.stdout or ""), errors=[
             CheckError(f"the dry-run did not finish in {timeout:.0f} s", None, None, None)])
-    output = done.stdout + "\n" + done.stderr
+    document = _document(done.stdout)
+    output = done.stderr if document else done.stdout + "\n" + done.stderr
     result = CheckResult(ok=done.returncode == 0, status=done.returncode, output=output)
     if not result.ok:
-        result.errors = errors_of(output, dst, line_maps)
+        coded = [*document.get("definition_errors", []), *document.get("rule_errors", [])]
+        result.errors = [_coded_error(entry, line_maps) for entry in coded
+                         if isinstance(entry, dict)]
+        result.errors += errors_of(output, dst, line_maps)
         if not result.errors:
             last = [line for line in output.splitlines() if line.strip()][-1:] or ["(no output)"]
             result.errors.append(CheckError(f"the dry-run failed (exit status "
@@ -104,9 +115,48 @@ def dry_run(dst: Path, line_maps: dict[str, list[tuple[str, int]]], *,
     return result
 
 
+def _document(stdout: str) -> dict[str, Any]:
+    """The dry-run's JSON document; empty when it printed none (it could not start)."""
+    try:
+        found = json.loads(stdout)
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _coded_error(entry: dict[str, Any], line_maps: dict[str, list[tuple[str, int]]]
+                 ) -> CheckError:
+    """One of sdp-expect's errors, from its values, located in SRC where possible."""
+    message = str(entry.get("message") or entry.get("code") or "")
+    place = Location.from_dict(entry.get("place"))
+    file = _dst_file(place.file, line_maps) if place is not None else None
+    if place is None or file is None or place.line is None:
+        return CheckError(message, None, None, None)
+    return _mapped(message, file, place.line, line_maps)
+
+
+def _dst_file(shown: str, line_maps: dict[str, list[tuple[str, int]]]) -> Optional[str]:
+    """The DST file an error's place names: as shown (a path relative to DST, or a
+    file's name alone, as pyspark gives Python locations); None when not one file."""
+    if shown in line_maps:
+        return shown
+    found = [name for name in line_maps if name.endswith("/" + shown)]
+    return found[0] if len(found) == 1 else None
+
+
+def _mapped(message: str, file: str, number: int,
+            line_maps: dict[str, list[tuple[str, int]]]) -> CheckError:
+    source_file, source_line = file, number
+    mapped = line_maps.get(file)
+    if mapped and 0 < number <= len(mapped):
+        source_file, source_line = mapped[number - 1]
+    return CheckError(message, f"{file}:{number}", source_file, source_line)
+
+
 def errors_of(output: str, dst: Path, line_maps: dict[str, list[tuple[str, int]]]
               ) -> list[CheckError]:
-    """Every distinct error in a dry-run's output, located in SRC where possible."""
+    """Every distinct error of Spark's in a dry-run's output (a Python exception line),
+    located in SRC where possible; sdp-expect's own errors come as values instead."""
     root = str(dst.resolve())
     names = sorted(line_maps, key=len, reverse=True)
     errors: list[CheckError] = []
@@ -120,11 +170,10 @@ def errors_of(output: str, dst: Path, line_maps: dict[str, list[tuple[str, int]]
             if path.startswith(root + os.sep):
                 frame = (Path(path).relative_to(root).as_posix(), int(found.group("line")))
             continue
-        sdpx = _SDPX.search(line)
         exception = _EXCEPTION.match(line)
-        if sdpx is None and exception is None:
+        if exception is None or _SDPX.search(line):
             continue
-        message = sdpx.group(0) if sdpx else exception.group(0)  # type: ignore[union-attr]
+        message = exception.group(0)
         if any(noise in message for noise in _NOISE):
             continue
         key = re.sub(r"\s+", " ", message)[:300]
@@ -137,17 +186,12 @@ def errors_of(output: str, dst: Path, line_maps: dict[str, list[tuple[str, int]]
         if where is None:
             errors.append(CheckError(message, None, None, None))
             continue
-        file, number = where
-        source_file, source_line = file, number
-        mapped = line_maps.get(file)
-        if mapped and 0 < number <= len(mapped):
-            source_file, source_line = mapped[number - 1]
-        errors.append(CheckError(message, f"{file}:{number}", source_file, source_line))
+        errors.append(_mapped(message, *where, line_maps))
     return errors
 
 
 def _located(message: str, names: list[str]) -> Optional[tuple[str, int]]:
-    """A ``file:line`` / ``file, line N`` naming a file of DST in a message."""
+    """A ``file:line`` / ``file, line N`` naming a file of DST in Spark's message."""
     for name in names:
         escaped = re.escape(name)
         found = re.search(escaped + r"(?::|, line )(\d+)", message)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Optional
 
+from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.migrate.result import NOT_CONVERTED, Finding
 
 if TYPE_CHECKING:
@@ -75,17 +76,15 @@ def read_sql(text: str, file: str, base_dir: str, conf: Optional[dict[str, str]]
 
 
 def _line_of(error: Any) -> Optional[int]:
-    match = re.search(r":(\d+)", str(getattr(error, "location", "") or ""))
-    return int(match.group(1)) if match else None
+    place = getattr(error, "place", None)
+    return place.line if isinstance(place, Location) else None
 
 
 def _error_text(error: Any, file: str) -> str:
-    text = str(error)
-    location = str(getattr(error, "location", "") or "")
-    for noise in (f" ({location})", f"{location}: ", f"{location}, "):
-        if location:
-            text = text.replace(noise, "")
-    return text
+    """The error without its place (the finding shows the file and line apart)."""
+    if isinstance(error, SdpExpectError):
+        return error.render(with_location=False)
+    return str(error)
 
 
 def sql_findings(text: str, file: str) -> list[Finding]:
