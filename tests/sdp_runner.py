@@ -303,6 +303,11 @@ class Pipeline:
         return RunResult(events, error, self.spark, self.database, outputs, flows)
 
 
+# The type of conftest's ``make_pipeline`` fixture: ``make_pipeline(definitions=None, *,
+# files=None, conf=None)`` builds a Pipeline.
+MakePipeline = Callable[..., Pipeline]
+
+
 @contextlib.contextmanager
 def _active_session(spark: SparkSession) -> Iterator[None]:
     """``SparkSession.active()`` is this pipeline's session while its files are loaded.
