@@ -41,7 +41,7 @@ from cli_helpers import set_storage, spark_pipelines, user_env
 from pyspark.find_spark_home import _find_spark_home
 from pyspark.sql import functions as F
 from pyspark.sql.connect.session import SparkSession
-from sdp_runner import Pipeline, SparkServer, copy_project, free_port
+from sdp_runner import MakePipeline, Pipeline, SparkServer, copy_project, free_port
 
 from sdp_expect import pipelines as dp
 
@@ -318,7 +318,7 @@ def python_nodes(relation: str) -> list[str]:
     return [node for node in PYTHON_PLAN_NODES if re.search(rf"\b{node}\b", relation)]
 
 
-def registered_relations(make_pipeline: Any, monkeypatch: pytest.MonkeyPatch,
+def registered_relations(make_pipeline: MakePipeline, monkeypatch: pytest.MonkeyPatch,
                          definitions: Any = None, files: Optional[Path] = None,
                          conf: Optional[dict[str, str]] = None) -> dict[str, str]:
     monkeypatch.setattr(sdp_runner, "RecordingRegistry", CapturingRegistry)
@@ -330,7 +330,8 @@ def registered_relations(make_pipeline: Any, monkeypatch: pytest.MonkeyPatch,
 
 
 @pytest.mark.parametrize("project", [EXAMPLE, FAULTS_PROJECT], ids=["example", "streaming"])
-def test_generated_flows_hold_no_python_code(make_pipeline: Any, monkeypatch: pytest.MonkeyPatch,
+def test_generated_flows_hold_no_python_code(make_pipeline: MakePipeline,
+                                             monkeypatch: pytest.MonkeyPatch,
                                              tmp_path: Path, project: Path) -> None:
     copy = copy_project(project, tmp_path / "project")
     (copy / "inbox").mkdir(exist_ok=True)  # the streaming fixture's source folder
@@ -357,7 +358,7 @@ def test_generated_flows_hold_no_python_code(make_pipeline: Any, monkeypatch: py
     assert "coalesce(" in relations[target]
 
 
-def test_python_code_in_a_flow_would_be_seen(make_pipeline: Any,
+def test_python_code_in_a_flow_would_be_seen(make_pipeline: MakePipeline,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """The check above can fail: a rule-checked dataset with a Python UDF is flagged."""
     def define(spark: SparkSession) -> None:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Optional, cast
 
 import pytest
-from sdp_runner import Pipeline, RunResult, SparkServer
+from sdp_runner import MakePipeline, Pipeline, RunResult, SparkServer
 
 from sdp_expect import SdpExpectError, sql
 from sdp_expect.cli import main
@@ -273,7 +273,7 @@ def test_create_set_and_use_inside_a_statement_do_not_split_it(text: str) -> Non
 
 
 def test_include_refuses_a_merged_statement_while_the_pipeline_is_defined(
-        make_pipeline: Any, tmp_path: Path) -> None:
+        make_pipeline: MakePipeline, tmp_path: Path) -> None:
     folder = tmp_path / "notebooks"
     folder.mkdir()
     (folder / "nb.sql").write_text(notebook(
