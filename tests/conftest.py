@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from sdp_runner import Pipeline, SparkServer
+from sdp_runner import MakePipeline, Pipeline, SparkServer
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -26,7 +26,7 @@ def spark_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkServ
 
 
 @pytest.fixture
-def make_pipeline(spark_server: SparkServer, tmp_path: Path) -> Callable[..., Pipeline]:
+def make_pipeline(spark_server: SparkServer, tmp_path: Path) -> MakePipeline:
     """Build a :class:`Pipeline` (its own database and storage) in the shared server."""
 
     def make(definitions: Any = None, *, files: Path | None = None,

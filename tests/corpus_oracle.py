@@ -95,8 +95,9 @@ def cmp(a: Any, op: str, b: Any) -> Truth:
     """``a op b`` in SQL: NULL when either side is NULL."""
     if a is None or b is None:
         return None
-    return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "=": a == b,
-            "<>": a != b}[op]
+    results: dict[str, bool] = {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b,
+                                "=": a == b, "<>": a != b}
+    return results[op]
 
 
 def between(value: Any, low: Any, high: Any) -> Truth:
@@ -227,7 +228,9 @@ class Expected:
 
         :returns: The records the target keeps.
         """
-        kept, dropped, records = [], [], []
+        kept: list[tuple[Row, list[str]]] = []
+        dropped: list[tuple[Row, list[str]]] = []
+        records: list[tuple[bool, list[str]]] = []
         failed = dict.fromkeys((r.name for r in rules), 0)
         for row in produced:
             violated = [r for r in rules if r.check(row) is not True]
@@ -563,7 +566,8 @@ def loan_risk(landing: Path) -> Expected:
         return "medium" if cmp(row["credit_score"], ">=", 640) is True else "high"
 
     def dti(row: Row) -> Optional[int]:
-        amount, income = row["requested_amount"], row["annual_income"]
+        amount: Optional[int] = row["requested_amount"]
+        income: Optional[int] = row["annual_income"]
         if amount is None or income is None or income == 0:
             return None
         quotient = abs(amount * 100) // abs(income)  # div truncates toward zero

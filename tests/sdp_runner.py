@@ -22,8 +22,9 @@ import traceback
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence, cast
 
+import pyspark.sql
 from pyspark.find_spark_home import _find_spark_home
 from pyspark.pipelines.add_pipeline_analysis_context import add_pipeline_analysis_context
 from pyspark.pipelines.block_session_mutations import block_session_mutations
@@ -36,6 +37,15 @@ from pyspark.sql import DataFrame
 from pyspark.sql.connect.session import SparkSession
 
 Definitions = Callable[[SparkSession], None]
+
+
+def _as_annotated(spark: SparkSession) -> pyspark.sql.SparkSession:
+    """The session as the type pyspark's pipeline functions annotate it with.
+
+    They are annotated with ``pyspark.sql.SparkSession`` but given a Spark Connect
+    session (as under ``spark-pipelines``), a class not derived from it.
+    """
+    return cast(pyspark.sql.SparkSession, spark)
 
 
 def free_port() -> int:
@@ -58,7 +68,8 @@ class SparkServer:
         self.port = free_port()
         self.log_path = workdir / "spark-connect-server.log"
         self._sessions: list[SparkSession] = []
-        spark_home = _find_spark_home()
+        # Untyped in pyspark 4.1, typed from 4.2.
+        spark_home = _find_spark_home()  # type: ignore[no-untyped-call, unused-ignore]
         command = [
             os.path.join(spark_home, "bin", "spark-submit"),
             "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
@@ -128,7 +139,7 @@ class RecordingRegistry(SparkConnectGraphElementRegistry):
     """The real registry, noting the kind of each output and the target of each flow."""
 
     def __init__(self, spark: SparkSession, graph_id: str) -> None:
-        super().__init__(spark, graph_id)
+        super().__init__(_as_annotated(spark), graph_id)
         self.outputs: dict[str, str] = {}
         self.flows: dict[str, str] = {}
 
@@ -222,13 +233,13 @@ class Pipeline:
     def register(self) -> tuple[str, RecordingRegistry]:
         """A new dataflow graph with this pipeline's definitions registered in it."""
         graph_id = create_dataflow_graph(
-            self.spark, default_catalog=None, default_database=self.database,
+            _as_annotated(self.spark), default_catalog=None, default_database=self.database,
             sql_conf=self.conf,
         )
         registry = RecordingRegistry(self.spark, graph_id)
-        self.registry = registry
+        self.registry: Optional[RecordingRegistry] = registry
         with graph_element_registration_context(registry), add_pipeline_analysis_context(
-            spark=self.spark, dataflow_graph_id=graph_id, flow_name=None
+            spark=_as_annotated(self.spark), dataflow_graph_id=graph_id, flow_name=None
         ), block_session_mutations(), _active_session(self.spark):
             if self.definitions is not None:
                 self.definitions(self.spark)
@@ -271,11 +282,11 @@ class Pipeline:
     def run(self, *, full_refresh_all: bool = False, full_refresh: Optional[list[str]] = None,
             dry: bool = False) -> RunResult:
         events: list[str] = []
-        self.registry: Optional[RecordingRegistry] = None
+        self.registry = None
         try:
             graph_id, _ = self.register()
             results = start_run(
-                self.spark, graph_id, full_refresh=full_refresh or [],
+                _as_annotated(self.spark), graph_id, full_refresh=full_refresh or [],
                 full_refresh_all=full_refresh_all, refresh=[], dry=dry,
                 storage=self.storage.as_uri(),
             )
@@ -290,6 +301,11 @@ class Pipeline:
         outputs = dict(self.registry.outputs) if self.registry else {}
         flows = dict(self.registry.flows) if self.registry else {}
         return RunResult(events, error, self.spark, self.database, outputs, flows)
+
+
+# The type of conftest's ``make_pipeline`` fixture: ``make_pipeline(definitions=None, *,
+# files=None, conf=None)`` builds a Pipeline.
+MakePipeline = Callable[..., Pipeline]
 
 
 @contextlib.contextmanager

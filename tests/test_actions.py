@@ -5,7 +5,12 @@ What they mean: docs/semantics.md, sections Expectations to Several expectations
 
 from __future__ import annotations
 
+from typing import Any, Optional
+
 from chispa import assert_df_equality
+from pyspark.sql import DataFrame
+from pyspark.sql.connect.session import SparkSession
+from sdp_runner import Definitions, MakePipeline, Pipeline, RunResult
 
 from sdp_expect import pipelines as dp
 
@@ -19,25 +24,26 @@ ORDERS = [
 ]
 
 
-def orders_pipeline(make_pipeline, define, conf=None):
+def orders_pipeline(make_pipeline: MakePipeline, define: Definitions,
+                    conf: Optional[dict[str, str]] = None) -> Pipeline:
     pipeline = make_pipeline(define, conf=conf)
     pipeline.create_table("orders", ORDERS, ORDERS_SCHEMA)
     return pipeline
 
 
-def expected(pipeline, rows):
+def expected(pipeline: Pipeline, rows: list[tuple[Any, ...]]) -> DataFrame:
     return pipeline.spark.createDataFrame(rows, ORDERS_SCHEMA)
 
 
-def metrics_by_name(result, dataset):
+def metrics_by_name(result: RunResult, dataset: str) -> dict[str, dict[str, Any]]:
     return {row["expectation"]: row for row in result.rows(f"{dataset}_dq_metrics")}
 
 
-def test_warn_writes_every_record_and_counts_the_violations(make_pipeline):
-    def define(spark):
+def test_warn_writes_every_record_and_counts_the_violations(make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect("positive_amount", "amount > 0")
-        def silver():
+        def silver() -> DataFrame:
             return spark.read.table("orders")
 
     pipeline = orders_pipeline(make_pipeline, define)
@@ -50,11 +56,12 @@ def test_warn_writes_every_record_and_counts_the_violations(make_pipeline):
     assert (metrics["total_records"], metrics["dropped_records"]) == (5, 0)
 
 
-def test_drop_removes_records_whose_constraint_is_false_or_null(make_pipeline):
-    def define(spark):
+def test_drop_removes_records_whose_constraint_is_false_or_null(
+        make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect_or_drop("positive_amount", "amount > 0")
-        def silver():
+        def silver() -> DataFrame:
             return spark.read.table("orders")
 
     pipeline = orders_pipeline(make_pipeline, define)
@@ -66,11 +73,11 @@ def test_drop_removes_records_whose_constraint_is_false_or_null(make_pipeline):
     assert (metrics["failed_records"], metrics["dropped_records"]) == (3, 3)
 
 
-def test_fail_rule_that_holds_writes_every_record(make_pipeline):
-    def define(spark):
+def test_fail_rule_that_holds_writes_every_record(make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect_or_fail("known_status", "status IS NOT NULL OR id = 5")
-        def silver():
+        def silver() -> DataFrame:
             return spark.read.table("orders")
 
     pipeline = orders_pipeline(make_pipeline, define)
@@ -79,14 +86,15 @@ def test_fail_rule_that_holds_writes_every_record(make_pipeline):
     assert_df_equality(result.table("silver"), expected(pipeline, ORDERS), ignore_row_order=True)
 
 
-def test_warn_drop_and_fail_stacked_apply_each_rule_independently(make_pipeline):
-    def define(spark):
+def test_warn_drop_and_fail_stacked_apply_each_rule_independently(
+        make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect("open_status", "status = 'open'")
         @dp.expect_or_drop("valid_id", "id IS NOT NULL")
         @dp.expect_or_fail("id_or_amount", "id IS NOT NULL OR amount IS NOT NULL")
         @dp.expect_or_drop("amount_not_negative", "amount >= 0")
-        def silver():
+        def silver() -> DataFrame:
             return spark.read.table("orders")
 
     pipeline = orders_pipeline(make_pipeline, define)
@@ -104,13 +112,13 @@ def test_warn_drop_and_fail_stacked_apply_each_rule_independently(make_pipeline)
     assert {m["dropped_records"] for m in metrics.values()} == {3}
 
 
-def test_expect_all_dicts_give_each_rule_its_own_counts(make_pipeline):
-    def define(spark):
+def test_expect_all_dicts_give_each_rule_its_own_counts(make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect_all({"has_status": "status IS NOT NULL", "small": "amount < 100"})
         @dp.expect_all_or_drop({"valid_id": "id IS NOT NULL", "has_amount": "amount IS NOT NULL"})
         @dp.expect_all_or_fail({"id_positive": "id > 0 OR id IS NULL"})
-        def silver():
+        def silver() -> DataFrame:
             return spark.read.table("orders")
 
     pipeline = orders_pipeline(make_pipeline, define)
@@ -128,11 +136,11 @@ def test_expect_all_dicts_give_each_rule_its_own_counts(make_pipeline):
     assert metrics["has_amount"]["failed_records"] == 1
 
 
-def test_forty_stacked_decorators_all_apply(make_pipeline):
+def test_forty_stacked_decorators_all_apply(make_pipeline: MakePipeline) -> None:
     thresholds = list(range(-20, 20))
 
-    def define(spark):
-        def query():
+    def define(spark: SparkSession) -> None:
+        def query() -> DataFrame:
             return spark.read.table("orders")
 
         for threshold in thresholds:
@@ -152,26 +160,26 @@ def test_forty_stacked_decorators_all_apply(make_pipeline):
     assert result.table("silver").count() == 3
 
 
-def test_name_comment_and_spark_conf_arguments_pass_through(make_pipeline):
-    def define(spark):
+def test_name_comment_and_spark_conf_arguments_pass_through(make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view(name="orders_clean", comment="clean orders",
                               spark_conf={"spark.sql.shuffle.partitions": "3"})
         @dp.expect_or_drop("valid_id", "id IS NOT NULL")
-        def any_function_name():
+        def any_function_name() -> DataFrame:
             return spark.read.table("orders")
 
         @dp.table(name="orders_stream", comment="a stream")
         @dp.expect_or_drop("valid_id", "id IS NOT NULL")
-        def another_name():
+        def another_name() -> DataFrame:
             return spark.readStream.table("orders_clean")
 
         @dp.temporary_view(name="orders_view")
         @dp.expect_or_drop("has_status", "status IS NOT NULL")
-        def third_name():
+        def third_name() -> DataFrame:
             return spark.read.table("orders_clean")
 
         @dp.materialized_view(name="from_view")
-        def fourth_name():
+        def fourth_name() -> DataFrame:
             return spark.read.table("orders_view")
 
     pipeline = orders_pipeline(make_pipeline, define)
@@ -187,10 +195,11 @@ def test_name_comment_and_spark_conf_arguments_pass_through(make_pipeline):
     assert result.exists("orders_clean_dq_metrics")
 
 
-def test_a_dataset_without_rules_is_left_exactly_as_pyspark_defines_it(make_pipeline):
-    def define(spark):
+def test_a_dataset_without_rules_is_left_exactly_as_pyspark_defines_it(
+        make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
-        def plain():
+        def plain() -> DataFrame:
             return spark.read.table("orders")
 
     pipeline = orders_pipeline(make_pipeline, define)
@@ -200,17 +209,18 @@ def test_a_dataset_without_rules_is_left_exactly_as_pyspark_defines_it(make_pipe
     assert_df_equality(result.table("plain"), expected(pipeline, ORDERS), ignore_row_order=True)
 
 
-def test_temporary_view_with_drop_rule_read_by_a_materialized_view(make_pipeline):
-    def define(spark):
+def test_temporary_view_with_drop_rule_read_by_a_materialized_view(
+        make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.temporary_view
         @dp.expect_or_drop("valid_id", "id IS NOT NULL")
         @dp.expect_or_fail("amount_known_for_open", "status <> 'open' OR status IS NULL OR "
                            "amount IS NOT NULL OR id = 4")
-        def orders_checked():
+        def orders_checked() -> DataFrame:
             return spark.read.table("orders")
 
         @dp.materialized_view
-        def orders_gold():
+        def orders_gold() -> DataFrame:
             return spark.read.table("orders_checked").where("amount IS NOT NULL")
 
     pipeline = orders_pipeline(make_pipeline, define)

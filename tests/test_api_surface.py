@@ -15,13 +15,13 @@ DECORATORS = ["expect", "expect_or_drop", "expect_or_fail", "expect_all",
               "expect_all_or_drop", "expect_all_or_fail"]
 
 
-def test_every_pyspark_pipelines_name_is_available():
+def test_every_pyspark_pipelines_name_is_available() -> None:
     for name in sdp.__all__:
         assert hasattr(dp, name), name
         assert name in dp.__all__
 
 
-def test_names_sdp_expect_does_not_change_are_pyspark_s_own():
+def test_names_sdp_expect_does_not_change_are_pyspark_s_own() -> None:
     for name in sdp.__all__:
         if name not in {"append_flow", "create_sink", "create_streaming_table",
                         "materialized_view", "table", "temporary_view",
@@ -29,7 +29,7 @@ def test_names_sdp_expect_does_not_change_are_pyspark_s_own():
             assert getattr(dp, name) is getattr(sdp, name)
 
 
-def test_an_unknown_name_says_so():
+def test_an_unknown_name_says_so() -> None:
     try:
         dp.no_such_thing  # noqa: B018
     except AttributeError as error:
@@ -38,13 +38,13 @@ def test_an_unknown_name_says_so():
         raise AssertionError("expected AttributeError")
 
 
-def test_dlt_offers_the_delta_live_tables_names():
+def test_dlt_offers_the_delta_live_tables_names() -> None:
     for name in ["table", "view", "read", "read_stream", "create_streaming_table",
                  "append_flow", *DECORATORS]:
         assert callable(getattr(dlt, name)), name
 
 
-def test_public_functions_are_typed_and_documented():
+def test_public_functions_are_typed_and_documented() -> None:
     for module in (dp, dlt):
         for name in module.__all__:
             function = getattr(module, name)
@@ -55,11 +55,11 @@ def test_public_functions_are_typed_and_documented():
             assert hints.return_annotation is not inspect.Signature.empty, name
 
 
-def test_the_package_ships_py_typed():
+def test_the_package_ships_py_typed() -> None:
     assert (Path(sdp_expect.__file__).parent / "py.typed").exists()
 
 
-def test_every_error_code_is_documented():
+def test_every_error_code_is_documented() -> None:
     from sdp_expect.errors import ERROR_CATALOGUE
 
     documented = (Path(__file__).resolve().parent.parent / "docs" / "errors.md").read_text()

@@ -219,7 +219,7 @@ def test_event_log_reads_states_and_violations_once() -> None:
     assert log.flows == {"spark_catalog.default.raw": "QUEUED",
                          "spark_catalog.default.checked": "FAILED",
                          "spark_catalog.default.after": "SKIPPED"}
-    assert log.violations == [Violation("checked", ["amount_not_negative", "small"],
+    assert log.violations == [Violation("checked", ("amount_not_negative", "small"),
                                         '{"id":2,"note":"it\'s. odd","amount":-3}')]
 
 
@@ -249,7 +249,7 @@ READING = TableReading(
 
 
 def test_run_summary_text_and_json() -> None:
-    violation = Violation("gold", ["positive_revenue"], '{"revenue":-1}')
+    violation = Violation("gold", ("positive_revenue",), '{"revenue":-1}')
     report = build_report(READING, flows={"spark_catalog.default.orders_dq_metrics": "COMPLETED",
                                           "spark_catalog.default.gold": "FAILED"},
                           violations=[violation], run_status="FAILED")

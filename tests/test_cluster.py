@@ -31,7 +31,7 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Optional, cast
 
 import pyspark
 import pytest
@@ -41,7 +41,7 @@ from cli_helpers import set_storage, spark_pipelines, user_env
 from pyspark.find_spark_home import _find_spark_home
 from pyspark.sql import functions as F
 from pyspark.sql.connect.session import SparkSession
-from sdp_runner import Pipeline, SparkServer, copy_project, free_port
+from sdp_runner import MakePipeline, Pipeline, SparkServer, copy_project, free_port
 
 from sdp_expect import pipelines as dp
 
@@ -123,7 +123,8 @@ class StandaloneCluster:
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
         self.processes = Processes(workdir)
-        spark_home = _find_spark_home()
+        # Untyped in pyspark 4.1, typed from 4.2.
+        spark_home = _find_spark_home()  # type: ignore[no-untyped-call, unused-ignore]
         self.spark_class = os.path.join(spark_home, "bin", "spark-class")
         self.spark_submit = os.path.join(spark_home, "bin", "spark-submit")
         self.env = cluster_env(workdir)
@@ -317,18 +318,20 @@ def python_nodes(relation: str) -> list[str]:
     return [node for node in PYTHON_PLAN_NODES if re.search(rf"\b{node}\b", relation)]
 
 
-def registered_relations(make_pipeline: Any, monkeypatch: pytest.MonkeyPatch,
+def registered_relations(make_pipeline: MakePipeline, monkeypatch: pytest.MonkeyPatch,
                          definitions: Any = None, files: Optional[Path] = None,
                          conf: Optional[dict[str, str]] = None) -> dict[str, str]:
     monkeypatch.setattr(sdp_runner, "RecordingRegistry", CapturingRegistry)
     pipeline: Pipeline = make_pipeline(definitions, files=files, conf=conf)
     result = pipeline.run(dry=True)
     assert result.ok, result.output
-    return pipeline.registry.relations  # type: ignore[attr-defined,no-any-return]
+    # run() registered through the CapturingRegistry patched in above.
+    return cast(CapturingRegistry, pipeline.registry).relations
 
 
 @pytest.mark.parametrize("project", [EXAMPLE, FAULTS_PROJECT], ids=["example", "streaming"])
-def test_generated_flows_hold_no_python_code(make_pipeline: Any, monkeypatch: pytest.MonkeyPatch,
+def test_generated_flows_hold_no_python_code(make_pipeline: MakePipeline,
+                                             monkeypatch: pytest.MonkeyPatch,
                                              tmp_path: Path, project: Path) -> None:
     copy = copy_project(project, tmp_path / "project")
     (copy / "inbox").mkdir(exist_ok=True)  # the streaming fixture's source folder
@@ -355,7 +358,7 @@ def test_generated_flows_hold_no_python_code(make_pipeline: Any, monkeypatch: py
     assert "coalesce(" in relations[target]
 
 
-def test_python_code_in_a_flow_would_be_seen(make_pipeline: Any,
+def test_python_code_in_a_flow_would_be_seen(make_pipeline: MakePipeline,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """The check above can fail: a rule-checked dataset with a Python UDF is flagged."""
     def define(spark: SparkSession) -> None:

@@ -10,6 +10,9 @@ import textwrap
 from pathlib import Path
 
 from chispa import assert_df_equality
+from pyspark.sql import DataFrame
+from pyspark.sql.connect.session import SparkSession
+from sdp_runner import MakePipeline, SparkServer
 
 from sdp_expect import pipelines as dp
 
@@ -18,12 +21,13 @@ ROWS = [(1, 5), (None, 7), (3, -2), (4, 500), (5, None)]
 RULES = Path(__file__).resolve().parent / "fixtures" / "pipeline_rules" / "orders.yml"
 
 
-def test_rule_file_gives_the_same_tables_as_the_same_rules_as_decorators(make_pipeline):
-    def define(spark):
+def test_rule_file_gives_the_same_tables_as_the_same_rules_as_decorators(
+        make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.quarantine()
         @dp.expect_from_file(str(RULES))
-        def from_file():
+        def from_file() -> DataFrame:
             return spark.read.table("src")
 
         @dp.materialized_view
@@ -31,7 +35,7 @@ def test_rule_file_gives_the_same_tables_as_the_same_rules_as_decorators(make_pi
         @dp.expect_or_drop("valid_id", "id IS NOT NULL")
         @dp.expect("small", "amount < 100")
         @dp.expect_or_drop("not_negative", "amount >= 0")
-        def from_decorators():
+        def from_decorators() -> DataFrame:
             return spark.read.table("src")
 
     pipeline = make_pipeline(define)
@@ -47,7 +51,7 @@ def test_rule_file_gives_the_same_tables_as_the_same_rules_as_decorators(make_pi
 
 
 def test_rule_file_paths_start_at_the_pipeline_file_tags_select_and_decorators_combine(
-        make_pipeline, tmp_path):
+        make_pipeline: MakePipeline, tmp_path: Path) -> None:
     """``expect_from_file("rules/orders.yml", tag=...)`` in ``pipelines/orders.py`` reads
     ``pipelines/rules/orders.yml`` (not a path from the current directory, which is the
     project folder while the files are imported), keeps the rules with the tag, and adds
@@ -79,18 +83,18 @@ def test_rule_file_paths_start_at_the_pipeline_file_tags_select_and_decorators_c
     assert sorted(r["id"] or 0 for r in result.rows("checked_quarantine")) == [0, 3, 5]
 
 
-def test_quarantine_by_name_and_for_the_whole_pipeline(make_pipeline):
-    def define(spark):
+def test_quarantine_by_name_and_for_the_whole_pipeline(make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.quarantine(name="rejected_orders")
         @dp.expect_or_drop("valid_id", "id IS NOT NULL")
-        def named():
+        def named() -> DataFrame:
             return spark.read.table("src")
 
         @dp.table
         @dp.expect("small", "amount < 100")
         @dp.expect_or_drop("not_negative", "amount >= 0")
-        def by_pipeline():
+        def by_pipeline() -> DataFrame:
             return spark.readStream.table("src")
 
     pipeline = make_pipeline(define, conf={"sdp_expect.quarantine": "true"})
@@ -107,21 +111,21 @@ def test_quarantine_by_name_and_for_the_whole_pipeline(make_pipeline):
         (3, ["not_negative"]), (5, ["small", "not_negative"])]
 
 
-def test_rule_names_are_data_not_code(make_pipeline):
+def test_rule_names_are_data_not_code(make_pipeline: MakePipeline) -> None:
     names = ["it's \"quoted\"", "with `backticks`", "ünïcödé ✓", "SELECT * FROM x; --",
              "a, b"]
 
-    def define(spark):
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.quarantine()
         @dp.expect_all({names[0]: "amount < 100", names[1]: "amount <> 7"})
         @dp.expect_all_or_drop({names[2]: "id IS NOT NULL", names[3]: "amount >= 0"})
-        def checked():
+        def checked() -> DataFrame:
             return spark.read.table("src")
 
         @dp.materialized_view
         @dp.expect_or_fail(names[4], "amount IS NOT NULL")
-        def failing():
+        def failing() -> DataFrame:
             return spark.read.table("src")
 
     pipeline = make_pipeline(define)
@@ -137,17 +141,17 @@ def test_rule_names_are_data_not_code(make_pipeline):
     assert quarantine[5] == [names[0], names[1], names[3]]
 
 
-def test_metrics_opt_out_per_dataset_and_per_pipeline(make_pipeline):
-    def define(spark):
+def test_metrics_opt_out_per_dataset_and_per_pipeline(make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.metrics(False)
         @dp.expect_or_drop("valid_id", "id IS NOT NULL")
-        def without():
+        def without() -> DataFrame:
             return spark.read.table("src")
 
         @dp.materialized_view
         @dp.expect_or_drop("valid_id", "id IS NOT NULL")
-        def with_metrics():
+        def with_metrics() -> DataFrame:
             return spark.read.table("src")
 
     pipeline = make_pipeline(define)
@@ -164,11 +168,11 @@ def test_metrics_opt_out_per_dataset_and_per_pipeline(make_pipeline):
     assert not [name for name in off.outputs if name.endswith("_dq_metrics")]
 
 
-def test_metrics_table_has_the_contract_columns_and_types(make_pipeline):
-    def define(spark):
+def test_metrics_table_has_the_contract_columns_and_types(make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect_or_drop("valid_id", "id IS NOT NULL")
-        def checked():
+        def checked() -> DataFrame:
             return spark.read.table("src")
 
     pipeline = make_pipeline(define)
@@ -183,7 +187,8 @@ def test_metrics_table_has_the_contract_columns_and_types(make_pipeline):
                       ("dropped_records", "bigint")]
 
 
-def test_five_hundred_expectations_register_run_and_count_right(make_pipeline, spark_server):
+def test_five_hundred_expectations_register_run_and_count_right(make_pipeline: MakePipeline,
+                                                                spark_server: SparkServer) -> None:
     """Also: Spark compiles every plan (one struct expression per rule in the metrics
     once made the generated Java code exceed 64 KB; Spark logged the compile error
     and fell back to slower interpreted evaluation)."""
@@ -191,13 +196,13 @@ def test_five_hundred_expectations_register_run_and_count_right(make_pipeline, s
     rules = {f"above_{k}": f"coalesce(amount, 0) > {k - 250}" for k in range(480)}
     drops = {f"id_not_{k}": f"coalesce(id, 0) <> {1000 + k}" for k in range(20)}
 
-    def define(spark):
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.quarantine()
         @dp.expect_all(rules)
         @dp.expect_all_or_drop(drops)
         @dp.expect_or_fail("known_or_null", "amount IS NULL OR amount > -1000")
-        def many():
+        def many() -> DataFrame:
             return spark.read.table("src")
 
     pipeline = make_pipeline(define)
@@ -216,7 +221,8 @@ def test_five_hundred_expectations_register_run_and_count_right(make_pipeline, s
     assert "Code grows beyond 64 KB" not in log and "Failed to compile" not in log
 
 
-def test_quarantine_of_a_dataset_over_a_pipeline_dataset_is_right_on_every_update(make_pipeline):
+def test_quarantine_of_a_dataset_over_a_pipeline_dataset_is_right_on_every_update(
+        make_pipeline: MakePipeline) -> None:
     """A second update must not read the previous update's table (recreated meanwhile).
 
     Regression: built with ``withColumn``, the quarantine's input was analysed while
@@ -224,16 +230,16 @@ def test_quarantine_of_a_dataset_over_a_pipeline_dataset_is_right_on_every_updat
     last update, did not wait for the new one, and read it while it was recreated.
     """
 
-    def define(spark):
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
-        def bronze():
+        def bronze() -> DataFrame:
             return spark.read.table("src")
 
         @dp.materialized_view
         @dp.quarantine()
         @dp.expect_or_drop("valid_id", "id IS NOT NULL")
         @dp.expect_or_drop("not_negative", "amount >= 0")
-        def silver():
+        def silver() -> DataFrame:
             return spark.read.table("bronze")
 
     pipeline = make_pipeline(define)

@@ -5,10 +5,14 @@ registration: the error must come before any flow starts."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Optional
 
 import pyspark
 import pytest
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.connect.session import SparkSession
+from sdp_runner import Definitions, MakePipeline
 
 from sdp_expect import SdpExpectError
 from sdp_expect import pipelines as dp
@@ -16,7 +20,8 @@ from sdp_expect import pipelines as dp
 SCHEMA = "id INT, amount INT"
 
 
-def definition_error(make_pipeline, define, conf=None) -> SdpExpectError:
+def definition_error(make_pipeline: MakePipeline, define: Definitions,
+                     conf: Optional[dict[str, str]] = None) -> SdpExpectError:
     pipeline = make_pipeline(define, conf=conf)
     pipeline.create_table("src", [(1, 5)], SCHEMA)
     result = pipeline.run()
@@ -25,7 +30,8 @@ def definition_error(make_pipeline, define, conf=None) -> SdpExpectError:
     return result.error
 
 
-def assert_names(error: SdpExpectError, code: str, dataset=None, expectation=None) -> None:
+def assert_names(error: SdpExpectError, code: str, dataset: Optional[str] = None,
+                 expectation: Optional[str] = None) -> None:
     message = str(error)
     assert error.code == code, message
     assert message.startswith(f"[{code}]")
@@ -38,42 +44,43 @@ def assert_names(error: SdpExpectError, code: str, dataset=None, expectation=Non
         assert f"expectation {expectation!r}" in message
 
 
-def test_duplicate_name_within_a_dataset(make_pipeline):
-    def define(spark):
+def test_duplicate_name_within_a_dataset(make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect("valid", "id IS NOT NULL")
         @dp.expect_all_or_drop({"valid": "amount > 0"})
-        def orders():
+        def orders() -> DataFrame:
             return spark.read.table("src")
 
     error = definition_error(make_pipeline, define)
     assert_names(error, "SDPX-VAL-071", "orders", "valid")
 
 
-def test_a_name_in_a_rule_file_and_in_a_decorator_of_one_dataset(make_pipeline):
+def test_a_name_in_a_rule_file_and_in_a_decorator_of_one_dataset(
+        make_pipeline: MakePipeline) -> None:
     rules = Path(__file__).resolve().parent / "fixtures" / "pipeline_rules" / "orders.yml"
 
-    def define(spark):
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect_from_file(str(rules))
         @dp.expect("valid_id", "id > 0")
-        def checked():
+        def checked() -> DataFrame:
             return spark.read.table("src")
 
     error = definition_error(make_pipeline, define)
     assert_names(error, "SDPX-VAL-071", "checked", "valid_id")
 
 
-def test_same_name_on_two_datasets_is_allowed(make_pipeline):
-    def define(spark):
+def test_same_name_on_two_datasets_is_allowed(make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect_or_drop("valid", "id IS NOT NULL")
-        def first():
+        def first() -> DataFrame:
             return spark.read.table("src")
 
         @dp.materialized_view
         @dp.expect_or_drop("valid", "amount > 0")
-        def second():
+        def second() -> DataFrame:
             return spark.read.table("src")
 
     pipeline = make_pipeline(define)
@@ -96,22 +103,24 @@ def test_same_name_on_two_datasets_is_allowed(make_pipeline):
         ("rule", lambda row: row.id > 0, "SDPX-VAL-008"),
     ],
 )
-def test_empty_or_non_string_name_or_constraint(make_pipeline, name, constraint, code):
-    def define(spark):
+def test_empty_or_non_string_name_or_constraint(make_pipeline: MakePipeline, name: Any,
+                                                constraint: Any, code: str) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect_or_drop(name, constraint)
-        def orders():
+        def orders() -> DataFrame:
             return spark.read.table("src")
 
     error = definition_error(make_pipeline, define)
     assert_names(error, code, "orders")
 
 
-def test_a_column_object_is_not_a_constraint(make_pipeline):
-    def define(spark):
+def test_a_column_object_is_not_a_constraint(make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
-        @dp.expect("positive", F.col("amount") > 0)
-        def orders():
+        # A Column where a string is expected: the mistake under test.
+        @dp.expect("positive", F.col("amount") > 0)  # type: ignore[arg-type]
+        def orders() -> DataFrame:
             return spark.read.table("src")
 
     error = definition_error(make_pipeline, define)
@@ -130,11 +139,12 @@ def test_a_column_object_is_not_a_constraint(make_pipeline):
         ("current_timestamp() > '2020-01-01'", "non-deterministic"),
     ],
 )
-def test_rejected_constructs_in_a_constraint(make_pipeline, constraint, construct):
-    def define(spark):
+def test_rejected_constructs_in_a_constraint(make_pipeline: MakePipeline, constraint: str,
+                                             construct: str) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect_or_fail("rule", constraint)
-        def orders():
+        def orders() -> DataFrame:
             return spark.read.table("src")
 
     error = definition_error(make_pipeline, define)
@@ -142,21 +152,22 @@ def test_rejected_constructs_in_a_constraint(make_pipeline, constraint, construc
     assert construct in str(error).lower()
 
 
-def test_malformed_constraint(make_pipeline):
-    def define(spark):
+def test_malformed_constraint(make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect_or_drop("rule", "(amount > 0")
-        def orders():
+        def orders() -> DataFrame:
             return spark.read.table("src")
 
     assert_names(definition_error(make_pipeline, define), "SDPX-VAL-011", "orders", "rule")
 
 
-def test_expect_all_given_two_strings_suggests_the_single_form(make_pipeline):
-    def define(spark):
+def test_expect_all_given_two_strings_suggests_the_single_form(make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
-        @dp.expect_all_or_drop("valid_id", "id IS NOT NULL")
-        def orders():
+        # Two strings where one mapping is expected: the mistake under test.
+        @dp.expect_all_or_drop("valid_id", "id IS NOT NULL")  # type: ignore[arg-type]
+        def orders() -> DataFrame:
             return spark.read.table("src")
 
     error = definition_error(make_pipeline, define)
@@ -165,21 +176,23 @@ def test_expect_all_given_two_strings_suggests_the_single_form(make_pipeline):
 
 
 @pytest.mark.parametrize("argument", [["id > 0"], "id > 0", 5])
-def test_expect_all_given_anything_but_one_dict(make_pipeline, argument):
-    def define(spark):
+def test_expect_all_given_anything_but_one_dict(make_pipeline: MakePipeline,
+                                                argument: Any) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect_all(argument)
-        def orders():
+        def orders() -> DataFrame:
             return spark.read.table("src")
 
     assert_names(definition_error(make_pipeline, define), "SDPX-DEF-101", "orders")
 
 
-def test_expectation_decorator_above_the_dataset_decorator(make_pipeline):
-    def define(spark):
-        @dp.expect_or_drop("valid_id", "id IS NOT NULL")
+def test_expectation_decorator_above_the_dataset_decorator(make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
+        # Applied to what the dataset decorator returns (None): the mistake under test.
+        @dp.expect_or_drop("valid_id", "id IS NOT NULL")  # type: ignore[arg-type]
         @dp.materialized_view
-        def orders():
+        def orders() -> DataFrame:
             return spark.read.table("src")
 
     error = definition_error(make_pipeline, define)
@@ -187,13 +200,13 @@ def test_expectation_decorator_above_the_dataset_decorator(make_pipeline):
     assert "below the dataset decorator" in str(error)
 
 
-def test_expectations_directly_on_an_append_flow(make_pipeline):
-    def define(spark):
+def test_expectations_directly_on_an_append_flow(make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         dp.create_streaming_table("events")
 
         @dp.append_flow(target="events")
         @dp.expect_or_drop("valid_id", "id IS NOT NULL")
-        def load_events():
+        def load_events() -> DataFrame:
             return spark.readStream.table("src")
 
     error = definition_error(make_pipeline, define)
@@ -201,13 +214,13 @@ def test_expectations_directly_on_an_append_flow(make_pipeline):
     assert "create_streaming_table" in str(error)
 
 
-def test_expectations_on_a_flow_into_a_sink(make_pipeline, tmp_path):
-    def define(spark):
+def test_expectations_on_a_flow_into_a_sink(make_pipeline: MakePipeline, tmp_path: Path) -> None:
+    def define(spark: SparkSession) -> None:
         dp.create_sink("out", "parquet", {"path": str(tmp_path / "sink")})
 
         @dp.append_flow(target="out")
         @dp.expect("valid_id", "id IS NOT NULL")
-        def to_sink():
+        def to_sink() -> DataFrame:
             return spark.readStream.table("src")
 
     error = definition_error(make_pipeline, define)
@@ -215,10 +228,11 @@ def test_expectations_on_a_flow_into_a_sink(make_pipeline, tmp_path):
     assert "sinks do not support expectations" in str(error)
 
 
-def test_streaming_table_given_expectations_after_a_flow_writes_into_it(make_pipeline):
-    def define(spark):
+def test_streaming_table_given_expectations_after_a_flow_writes_into_it(
+        make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.append_flow(target="events")
-        def load_events():
+        def load_events() -> DataFrame:
             return spark.readStream.table("src")
 
         dp.create_streaming_table("events", expect_all_or_drop={"valid_id": "id IS NOT NULL"})
@@ -226,12 +240,12 @@ def test_streaming_table_given_expectations_after_a_flow_writes_into_it(make_pip
     assert_names(definition_error(make_pipeline, define), "SDPX-DEF-105", "events")
 
 
-def test_quarantine_on_a_temporary_view(make_pipeline):
-    def define(spark):
+def test_quarantine_on_a_temporary_view(make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.temporary_view
         @dp.quarantine()
         @dp.expect_or_drop("valid_id", "id IS NOT NULL")
-        def orders_view():
+        def orders_view() -> DataFrame:
             return spark.read.table("src")
 
     error = definition_error(make_pipeline, define)
@@ -239,9 +253,10 @@ def test_quarantine_on_a_temporary_view(make_pipeline):
     assert "materialized view or streaming table" in str(error)
 
 
-def test_dataset_decorator_on_something_that_is_not_a_function(make_pipeline):
-    def define(spark):
-        dp.materialized_view(query_function="SELECT 1")  # type: ignore[arg-type]
+def test_dataset_decorator_on_something_that_is_not_a_function(make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
+        # A string where a function is expected: the mistake under test.
+        dp.materialized_view(query_function="SELECT 1")  # type: ignore[call-overload]
 
     assert_names(definition_error(make_pipeline, define), "SDPX-DEF-107")
 
@@ -251,11 +266,12 @@ def test_dataset_decorator_on_something_that_is_not_a_function(make_pipeline):
     [("sdp_expect.null_result", "maybe"), ("sdp_expect.quarantine", "sometimes"),
      ("sdp_expect.metrics", "2")],
 )
-def test_configuration_values_it_does_not_understand(make_pipeline, key, value):
-    def define(spark):
+def test_configuration_values_it_does_not_understand(make_pipeline: MakePipeline, key: str,
+                                                     value: str) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect("valid_id", "id IS NOT NULL")
-        def orders():
+        def orders() -> DataFrame:
             return spark.read.table("src")
 
     error = definition_error(make_pipeline, define, conf={key: value})
@@ -263,11 +279,12 @@ def test_configuration_values_it_does_not_understand(make_pipeline, key, value):
     assert key in str(error) and repr(value) in str(error)
 
 
-def test_constraint_on_a_missing_column_fails_dry_run_naming_the_column(make_pipeline):
-    def define(spark):
+def test_constraint_on_a_missing_column_fails_dry_run_naming_the_column(
+        make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect_or_drop("valid_customer", "customer_id IS NOT NULL")
-        def orders():
+        def orders() -> DataFrame:
             return spark.read.table("src")
 
     pipeline = make_pipeline(define)
@@ -278,12 +295,12 @@ def test_constraint_on_a_missing_column_fails_dry_run_naming_the_column(make_pip
     assert "UNRESOLVED_COLUMN" in result.output
 
 
-def test_a_correct_pipeline_passes_dry_run_and_writes_nothing(make_pipeline):
-    def define(spark):
+def test_a_correct_pipeline_passes_dry_run_and_writes_nothing(make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect_or_drop("valid_id", "id IS NOT NULL")
         @dp.quarantine()
-        def orders():
+        def orders() -> DataFrame:
             return spark.read.table("src")
 
     pipeline = make_pipeline(define)
@@ -296,14 +313,14 @@ def test_a_correct_pipeline_passes_dry_run_and_writes_nothing(make_pipeline):
 AUTO_CDC = tuple(int(part) for part in pyspark.__version__.split(".")[:2]) >= (4, 2)
 
 
-def test_auto_cdc_flow_into_a_table_with_expectations(make_pipeline):
+def test_auto_cdc_flow_into_a_table_with_expectations(make_pipeline: MakePipeline) -> None:
     if not AUTO_CDC:
         # Spark 4.1 has no Auto CDC: the name must not appear out of nowhere either.
         with pytest.raises(AttributeError):
             _ = dp.create_auto_cdc_flow
         return
 
-    def define(spark):
+    def define(spark: SparkSession) -> None:
         dp.create_streaming_table("customers", expect_all_or_drop={"valid": "id IS NOT NULL"})
         dp.create_auto_cdc_flow(target="customers", source="src", keys=["id"],
                                 sequence_by="amount")

@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Protocol, cast
 
 import pyspark
 import pytest
 from pyspark import pipelines as plain
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.connect.session import SparkSession
 from pyspark.sql.types import LongType, StringType, StructField, StructType
+from sdp_runner import Definitions, MakePipeline
 
 from sdp_expect import SdpExpectError, dlt
 from sdp_expect import pipelines as dp
@@ -43,11 +45,11 @@ OTHER = [(1, "a"), (3, "c")]
 NO_RETRY = {"spark.sql.pipelines.maxFlowRetryAttempts": "0"}  # bronze fails on purpose
 
 
-def _b(spark: Any) -> DataFrame:
+def _b(spark: SparkSession) -> DataFrame:
     return spark.read.table("bronze")
 
 
-def _o(spark: Any) -> DataFrame:
+def _o(spark: SparkSession) -> DataFrame:
     return spark.read.table("other")
 
 
@@ -81,7 +83,8 @@ BATCH: dict[str, Case] = {
     "replace": lambda s: _b(s).replace("a", "z"),
     "na.fill": lambda s: _b(s).na.fill({"v": "x"}),
     "na.drop": lambda s: _b(s).na.drop(subset=["v"]),
-    "na.replace": lambda s: _b(s).na.replace("a", "z"),
+    # pyspark's overloads of na.replace lack a scalar to_replace, which it accepts.
+    "na.replace": lambda s: _b(s).na.replace("a", "z"),  # type: ignore[call-overload]
     "groupBy.agg": lambda s: _b(s).groupBy("id").agg(F.count("*").alias("n")),
     "groupBy.count": lambda s: _b(s).groupBy("id").count(),
     "groupBy.pivot": lambda s: _b(s).groupBy("id").pivot("v", ["a", "b"]).count(),
@@ -98,7 +101,8 @@ BATCH: dict[str, Case] = {
     "repartitionByRange": lambda s: _b(s).repartitionByRange(2, "id"),
     "coalesce": lambda s: _b(s).coalesce(1),
     "hint": lambda s: _b(s).hint("broadcast"),
-    "sample": lambda s: _b(s).sample(1.0, seed=1),
+    # pyspark 4.3's overloads of sample lack (fraction, seed=...), which it accepts.
+    "sample": lambda s: _b(s).sample(1.0, seed=1),  # type: ignore[call-overload, unused-ignore]
     "union": lambda s: _b(s).union(_o(s)),
     "unionAll": lambda s: _b(s).unionAll(_o(s)),
     "unionByName": lambda s: _b(s).unionByName(_o(s), allowMissingColumns=True),
@@ -136,7 +140,7 @@ BATCH: dict[str, Case] = {
 }
 
 
-def _streaming_read(spark: Any) -> DataFrame:
+def _streaming_read(spark: SparkSession) -> DataFrame:
     return spark.readStream.table("bronze_st")
 
 
@@ -174,7 +178,20 @@ def _table_name(case: str) -> str:
     return "t_" + "".join(c if c.isalnum() else "_" for c in case)
 
 
-def _bronze(api: Any, spark: Any, failing: bool) -> None:
+class DatasetApi(Protocol):
+    """What the helpers below use of ``pyspark.pipelines`` and ``sdp_expect.pipelines``."""
+
+    def materialized_view(self, *, name: str) -> Callable[[Callable[[], DataFrame]], None]: ...
+
+    def table(self, *, name: str) -> Callable[[Callable[[], DataFrame]], None]: ...
+
+
+# sdp_expect.pipelines computes its __all__ at import, which mypy cannot read: to mypy
+# the module exports nothing, so it is not seen as implementing DatasetApi.
+_DP = cast(DatasetApi, dp)
+
+
+def _bronze(api: DatasetApi, spark: SparkSession, failing: bool) -> None:
     """`bronze` (batch) and `bronze_st` (streaming) from the source tables."""
 
     @api.materialized_view(name="bronze")
@@ -200,10 +217,13 @@ def _bronze(api: Any, spark: Any, failing: bool) -> None:
         return spark.readStream.table("src2")
 
 
-def _define_cases(api: Any, spark: Any, cases: dict[str, Case]) -> None:
+def _define_cases(api: DatasetApi, spark: SparkSession, cases: dict[str, Case]) -> None:
     for case, make in cases.items():
         decorator = api.table if case.startswith("stream ") else api.materialized_view
-        decorator(name=_table_name(case))(lambda make=make: make(spark))
+        # mypy cannot infer a lambda with a default argument where a function without
+        # arguments is expected; the default binds this iteration's make.
+        decorator(name=_table_name(case))(
+            cast(Callable[[], DataFrame], lambda make=make: make(spark)))
 
 
 def _states(result: Any, cases: dict[str, Case]) -> dict[str, str]:
@@ -241,11 +261,12 @@ def _matrix_table(rows: dict[str, tuple[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def test_sdp_expect_rejects_exactly_the_reads_plain_sdp_binds_early(make_pipeline):
+def test_sdp_expect_rejects_exactly_the_reads_plain_sdp_binds_early(
+        make_pipeline: MakePipeline) -> None:
     cases = {**BATCH, **STREAMING}
     state = {"failing": False, "cases": False}
 
-    def define_plain(spark):
+    def define_plain(spark: SparkSession) -> None:
         _bronze(plain, spark, state["failing"])
         if state["cases"]:
             _define_cases(plain, spark, cases)
@@ -272,15 +293,15 @@ def test_sdp_expect_rejects_exactly_the_reads_plain_sdp_binds_early(make_pipelin
     # sdp-expect: each query defined on its own graph, over the same datasets
     rejected: dict[str, SdpExpectError] = {}
     for case, make in cases.items():
-        def define_ours(spark, case=case, make=make):
-            _bronze(dp, spark, failing=False)
-            _define_cases(dp, spark, {case: make})
+        def define_ours(spark: SparkSession, case: str = case, make: Case = make) -> None:
+            _bronze(_DP, spark, failing=False)
+            _define_cases(_DP, spark, {case: make})
 
         pipeline.definitions = define_ours
         try:
             pipeline.register()
-        except SdpExpectError as error:
-            rejected[case] = error
+        except SdpExpectError as rejection:
+            rejected[case] = rejection
 
     def plain_result(case: str) -> str:
         if case in bound:
@@ -302,14 +323,15 @@ def test_sdp_expect_rejects_exactly_the_reads_plain_sdp_binds_early(make_pipelin
         assert "test_early_binding.py:" in str(error), (case, str(error))
 
 
-def test_what_sdp_expect_accepts_waits_for_its_input_and_is_right(make_pipeline):
+def test_what_sdp_expect_accepts_waits_for_its_input_and_is_right(
+        make_pipeline: MakePipeline) -> None:
     accepted = {case: make for case, make in {**BATCH, **STREAMING}.items()
                 if case not in BOUND | WRONG_DATA}
     state = {"failing": False}
 
-    def define(spark):
-        _bronze(dp, spark, state["failing"])
-        _define_cases(dp, spark, accepted)
+    def define(spark: SparkSession) -> None:
+        _bronze(_DP, spark, state["failing"])
+        _define_cases(_DP, spark, accepted)
 
     pipeline = make_pipeline(define, conf=NO_RETRY)
     pipeline.create_table("src", SRC_1, SCHEMA)
@@ -333,14 +355,15 @@ def test_what_sdp_expect_accepts_waits_for_its_input_and_is_right(make_pipeline)
     assert stream_rows == sorted([*SRC_1, (7, "g"), (5, "e"), (6, "f")], key=str)
 
 
-def test_the_error_names_the_line_the_method_the_dataset_and_the_rewrite(make_pipeline):
-    def define(spark):
+def test_the_error_names_the_line_the_method_the_dataset_and_the_rewrite(
+        make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
-        def bronze():
+        def bronze() -> DataFrame:
             return spark.read.table("src")
 
         @dp.materialized_view
-        def silver():
+        def silver() -> DataFrame:
             return (spark.read.table("bronze")
                     .withColumnRenamed("v", "value"))  # the line the error names
 
@@ -361,7 +384,8 @@ def test_the_error_names_the_line_the_method_the_dataset_and_the_rewrite(make_pi
     assert "col('<old>').alias('<new>')" in message
 
 
-def test_a_dataset_defined_in_a_later_file_is_caught(make_pipeline, tmp_path):
+def test_a_dataset_defined_in_a_later_file_is_caught(make_pipeline: MakePipeline,
+                                                     tmp_path: Path) -> None:
     files = tmp_path / "transformations"
     files.mkdir()
     (files / "a_silver.py").write_text(textwrap.dedent("""\
@@ -389,20 +413,20 @@ def test_a_dataset_defined_in_a_later_file_is_caught(make_pipeline, tmp_path):
     assert "withColumn()" in str(result.error)
 
 
-def test_tables_outside_the_pipeline_and_append_flows(make_pipeline):
+def test_tables_outside_the_pipeline_and_append_flows(make_pipeline: MakePipeline) -> None:
     """withColumn over a source table is fine (nothing rebuilds it during the update);
     over a pipeline dataset it is caught in an append_flow and under expectations too."""
 
-    def define(spark):
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect_or_drop("valid_v", "v IS NOT NULL")
-        def silver():
+        def silver() -> DataFrame:
             return spark.read.table("src").withColumn("w", F.col("id") * 10)
 
         dp.create_streaming_table("events")
 
         @dp.append_flow(target="events")
-        def events_in():
+        def events_in() -> DataFrame:
             return spark.readStream.table("src").withColumnRenamed("v", "value")
 
     pipeline = make_pipeline(define)
@@ -412,31 +436,31 @@ def test_tables_outside_the_pipeline_and_append_flows(make_pipeline):
     assert sorted(result.table("silver").collect()) == sorted(
         (i, v, i * 10) for i, v in SRC_1 if v is not None)
 
-    def define_bad(spark):
+    def define_bad(spark: SparkSession) -> None:
         dp.create_streaming_table("events_st")
 
         @dp.append_flow(target="events_st")
-        def events_in():
+        def events_in() -> DataFrame:
             return spark.readStream.table("src")
 
         @dp.table
         @dp.expect("any", "id > 0")
-        def copy():
+        def copy() -> DataFrame:
             return spark.readStream.table("events_st").drop("v")
 
     error = _definition_error(make_pipeline, define_bad)
     assert (error.code, error.dataset) == ("SDPX-DEF-110", "copy")
     assert "drop()" in str(error) and "'events_st'" in str(error)
 
-    def define_bad_flow(spark):
+    def define_bad_flow(spark: SparkSession) -> None:
         @dp.materialized_view
-        def bronze():
+        def bronze() -> DataFrame:
             return spark.read.table("src")
 
         dp.create_streaming_table("sink_table")
 
         @dp.append_flow(target="sink_table")
-        def into_sink():
+        def into_sink() -> DataFrame:
             return spark.readStream.table("bronze").withColumnsRenamed({"v": "value"})
 
     error = _definition_error(make_pipeline, define_bad_flow)
@@ -444,7 +468,7 @@ def test_tables_outside_the_pipeline_and_append_flows(make_pipeline):
     assert "withColumnsRenamed()" in str(error)
 
 
-def _definition_error(make_pipeline, define) -> SdpExpectError:
+def _definition_error(make_pipeline: MakePipeline, define: Definitions) -> SdpExpectError:
     pipeline = make_pipeline(define)
     pipeline.create_table("src", SRC_1, SCHEMA)
     result = pipeline.run()
@@ -457,20 +481,20 @@ def _definition_error(make_pipeline, define) -> SdpExpectError:
     ("bronze", "bronze"), ("db.bronze", "bronze"), ("`cat`.`db`.`br.onze`", "br.onze"),
     ("`a``b`", "a`b"), ("LIVE.bronze", "bronze"),
 ])
-def test_table_names_are_read_like_spark_reads_them(identifier, name):
+def test_table_names_are_read_like_spark_reads_them(identifier: str, name: str) -> None:
     from sdp_expect.early_binding import table_name
 
     assert table_name(identifier) == name
 
 
-def test_dlt_names_are_checked_too(make_pipeline):
-    def define(spark):
+def test_dlt_names_are_checked_too(make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dlt.table
-        def bronze():
+        def bronze() -> DataFrame:
             return spark.read.table("src")
 
         @dlt.view
-        def cleaned():
+        def cleaned() -> DataFrame:
             return dlt.read("bronze").fillna({"v": "?"})
 
     error = _definition_error(make_pipeline, define)
@@ -478,7 +502,8 @@ def test_dlt_names_are_checked_too(make_pipeline):
     assert "fillna()" in str(error)
 
 
-def test_a_dataset_of_a_sql_file_of_the_spec_is_caught(make_pipeline, tmp_path):
+def test_a_dataset_of_a_sql_file_of_the_spec_is_caught(make_pipeline: MakePipeline,
+                                                       tmp_path: Path) -> None:
     """spark-pipelines registers definitions from the spec's folder: the SQL files its
     libraries list are read for their dataset names, whatever the order of the files."""
     files = tmp_path / "project"
@@ -510,7 +535,8 @@ def test_a_dataset_of_a_sql_file_of_the_spec_is_caught(make_pipeline, tmp_path):
     assert "dropna()" in str(result.error)
 
 
-def test_a_dataset_of_an_included_databricks_sql_file_is_caught(make_pipeline, tmp_path):
+def test_a_dataset_of_an_included_databricks_sql_file_is_caught(make_pipeline: MakePipeline,
+                                                                tmp_path: Path) -> None:
     files = tmp_path / "project"
     (files / "transformations").mkdir(parents=True)
     (files / "databricks_sql").mkdir()

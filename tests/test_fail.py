@@ -3,29 +3,34 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from chispa import assert_df_equality
+from pyspark.sql import DataFrame
+from pyspark.sql.connect.session import SparkSession
+from sdp_runner import MakePipeline
 
 from sdp_expect import pipelines as dp
 
 SCHEMA = "id INT, amount INT, region STRING, note STRING"
 
 
-def violation_line(dataset, names, record):
+def violation_line(dataset: str, names: str, record: str) -> str:
     return (
         f"[EXPECTATION_VIOLATION] Flow '{dataset}' failed to meet the expectation. "
         f"Violated expectations: {names}. Output record: '{record}'."
     )
 
 
-def test_error_line_names_only_the_violated_fail_rules_in_declaration_order(make_pipeline):
-    def define(spark):
+def test_error_line_names_only_the_violated_fail_rules_in_declaration_order(
+        make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect_or_fail("z_amount_positive", "amount > 0")
         @dp.expect("warn_rule", "amount > 100")
         @dp.expect_or_fail("a_region_known", "region IS NOT NULL")
         @dp.expect_or_fail("id_small", "id < 100")
-        def orders():
+        def orders() -> DataFrame:
             return spark.read.table("src")
 
     pipeline = make_pipeline(define)
@@ -39,19 +44,20 @@ def test_error_line_names_only_the_violated_fail_rules_in_declaration_order(make
     assert any(line in event for event in result.events)
 
 
-def test_failed_flow_is_not_retried_and_independent_flows_complete(make_pipeline):
-    def define(spark):
+def test_failed_flow_is_not_retried_and_independent_flows_complete(
+        make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect_or_fail("amount_positive", "amount > 0")
-        def checked():
+        def checked() -> DataFrame:
             return spark.read.table("src")
 
         @dp.materialized_view
-        def downstream():
+        def downstream() -> DataFrame:
             return spark.read.table("checked")
 
         @dp.materialized_view
-        def independent():
+        def independent() -> DataFrame:
             return spark.read.table("src").select("id")
 
     pipeline = make_pipeline(define)
@@ -66,11 +72,12 @@ def test_failed_flow_is_not_retried_and_independent_flows_complete(make_pipeline
     assert result.table("independent").count() == 2
 
 
-def test_user_spark_conf_can_still_set_retries_on_a_flow_with_fail_rules(make_pipeline):
-    def define(spark):
+def test_user_spark_conf_can_still_set_retries_on_a_flow_with_fail_rules(
+        make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view(spark_conf={"spark.sql.pipelines.maxFlowRetryAttempts": "1"})
         @dp.expect_or_fail("amount_positive", "amount > 0")
-        def checked():
+        def checked() -> DataFrame:
             return spark.read.table("src")
 
     pipeline = make_pipeline(define)
@@ -81,13 +88,13 @@ def test_user_spark_conf_can_still_set_retries_on_a_flow_with_fail_rules(make_pi
     assert len(running) == 2, result.flow_events("checked")
 
 
-def test_materialized_view_is_empty_after_a_failed_update(make_pipeline):
-    def define(spark):
+def test_materialized_view_is_empty_after_a_failed_update(make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect_or_fail("amount_positive", "amount > 0")
         @dp.quarantine()
         @dp.expect_or_drop("has_region", "region IS NOT NULL")
-        def checked():
+        def checked() -> DataFrame:
             return spark.read.table("src")
 
     pipeline = make_pipeline(define)
@@ -107,18 +114,18 @@ def test_materialized_view_is_empty_after_a_failed_update(make_pipeline):
     assert second.table("checked_quarantine").count() == 0
 
 
-def test_fail_also_drop_record_fails_on_partitioned_parquet(make_pipeline):
+def test_fail_also_drop_record_fails_on_partitioned_parquet(make_pipeline: MakePipeline) -> None:
     """The drop rule is on the partition column: pruning must not hide the record."""
     pipeline = make_pipeline()
     path = pipeline.path("orders_parquet")
     rows = [(1, 5, "eu", None), (2, -5, "us", None), (3, 7, "eu", None)]
     pipeline.spark.createDataFrame(rows, SCHEMA).write.partitionBy("region").parquet(str(path))
 
-    def define(spark):
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect_or_drop("only_eu", "region = 'eu'")
         @dp.expect_or_fail("amount_positive", "amount > 0")
-        def orders():
+        def orders() -> DataFrame:
             return spark.read.parquet(str(path))
 
     pipeline.definitions = define
@@ -128,17 +135,17 @@ def test_fail_also_drop_record_fails_on_partitioned_parquet(make_pipeline):
     assert '"id":2' in result.output
 
 
-def test_fail_also_drop_record_fails_on_null_partition_value(make_pipeline):
+def test_fail_also_drop_record_fails_on_null_partition_value(make_pipeline: MakePipeline) -> None:
     pipeline = make_pipeline()
     path = pipeline.path("orders_parquet")
     rows = [(1, 5, "eu", None), (2, None, None, None)]
     pipeline.spark.createDataFrame(rows, SCHEMA).write.partitionBy("region").parquet(str(path))
 
-    def define(spark):
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect_or_drop("has_region", "region IS NOT NULL")
         @dp.expect_or_fail("has_amount", "amount IS NOT NULL")
-        def orders():
+        def orders() -> DataFrame:
             return spark.read.parquet(str(path))
 
     pipeline.definitions = define
@@ -147,14 +154,14 @@ def test_fail_also_drop_record_fails_on_null_partition_value(make_pipeline):
     assert "Violated expectations: 'has_amount'" in result.output
 
 
-def test_inferred_not_null_filter_does_not_hide_a_fail_record(make_pipeline):
+def test_inferred_not_null_filter_does_not_hide_a_fail_record(make_pipeline: MakePipeline) -> None:
     """``amount > 10`` lets Catalyst infer ``isnotnull(amount)``; the fail check still runs."""
 
-    def define(spark):
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect_or_drop("large", "amount > 10")
         @dp.expect_or_fail("has_amount", "amount IS NOT NULL")
-        def orders():
+        def orders() -> DataFrame:
             return spark.read.table("src")
 
     pipeline = make_pipeline(define)
@@ -164,18 +171,19 @@ def test_inferred_not_null_filter_does_not_hide_a_fail_record(make_pipeline):
     assert "Violated expectations: 'has_amount'" in result.output
 
 
-def test_fail_rule_on_a_filtered_parquet_source_still_sees_every_record(make_pipeline):
+def test_fail_rule_on_a_filtered_parquet_source_still_sees_every_record(
+        make_pipeline: MakePipeline) -> None:
     pipeline = make_pipeline()
     path = pipeline.path("orders_flat")
     rows = [(1, 50, "eu", None), (2, -1, "us", None)]
     pipeline.spark.createDataFrame(rows, SCHEMA).write.parquet(str(path))
 
-    def define(spark):
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect_or_drop("eu_only", "region = 'eu'")
         @dp.expect_or_drop("id_one", "id = 1")
         @dp.expect_or_fail("amount_positive", "amount > 0")
-        def orders():
+        def orders() -> DataFrame:
             return spark.read.parquet(str(path))
 
     pipeline.definitions = define
@@ -184,22 +192,23 @@ def test_fail_rule_on_a_filtered_parquet_source_still_sees_every_record(make_pip
     assert "Violated expectations: 'amount_positive'" in result.output
 
 
-def test_streaming_table_keeps_batches_committed_before_a_failed_update(make_pipeline):
+def test_streaming_table_keeps_batches_committed_before_a_failed_update(
+        make_pipeline: MakePipeline) -> None:
     pipeline = make_pipeline()
     inbox = pipeline.path("inbox")
     inbox.mkdir()
 
-    def write(name, rows):
+    def write(name: str, rows: list[tuple[Any, ...]]) -> None:
         keys = ["id", "amount", "region", "note"]
         lines = [json.dumps(dict(zip(keys, r, strict=True))) for r in rows]
         (inbox / name).write_text("\n".join(lines) + "\n")
 
-    def define(spark):
+    def define(spark: SparkSession) -> None:
         @dp.table
         @dp.quarantine()
         @dp.expect_or_drop("has_region", "region IS NOT NULL")
         @dp.expect_or_fail("amount_positive", "amount > 0")
-        def orders():
+        def orders() -> DataFrame:
             return spark.readStream.schema(SCHEMA).json(str(inbox))
 
     pipeline.definitions = define

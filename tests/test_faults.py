@@ -38,7 +38,7 @@ from typing import Any, Optional
 import pytest
 from chispa import assert_df_equality
 from cli_helpers import read_all_tables, user_env
-from sdp_runner import committed_batches, copy_project
+from sdp_runner import MakePipeline, committed_batches, copy_project
 
 from sdp_expect import pipelines as dp
 
@@ -419,7 +419,7 @@ def orders_pipeline(inbox: Path, *, fail_rule: bool = False) -> Any:
     return define
 
 
-def test_failed_update_then_fixed_source_then_rerun(make_pipeline: Any) -> None:
+def test_failed_update_then_fixed_source_then_rerun(make_pipeline: MakePipeline) -> None:
     """Files 0-1 load; in the next update file 3 holds a record that violates the fail
     rule: the update stops there, with file 2 committed in every streaming flow and
     nothing of files 3-4. The file is corrected in place; the rerun processes files
@@ -465,7 +465,7 @@ def test_failed_update_then_fixed_source_then_rerun(make_pipeline: Any) -> None:
 
 
 def test_full_refresh_after_many_updates_equals_one_run_over_all_data(
-        make_pipeline: Any) -> None:
+        make_pipeline: MakePipeline) -> None:
     """Four updates of three files each, checked after every update; then a full refresh
     of everything, compared table by table with a fresh pipeline's one run over the
     same folder, and both with the oracle."""

@@ -10,7 +10,10 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
+from pyspark.sql import DataFrame
 from pyspark.sql.connect.proto.base_pb2_grpc import SparkConnectServiceStub
+from pyspark.sql.connect.session import SparkSession
+from sdp_runner import MakePipeline
 
 from sdp_expect import dlt
 from sdp_expect import pipelines as dp
@@ -47,32 +50,33 @@ def watched_rpcs() -> Iterator[list[tuple[str, str]]]:
         SparkConnectServiceStub.__getattribute__ = original  # type: ignore[method-assign]
 
 
-def test_defining_a_pipeline_with_every_companion_runs_no_query(make_pipeline):
-    def define(spark):
+def test_defining_a_pipeline_with_every_companion_runs_no_query(
+        make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.quarantine()
         @dp.expect("recent", "id > 0")
         @dp.expect_or_drop("valid_id", "id IS NOT NULL")
         @dp.expect_or_fail("valid_amount", "amount >= 0")
-        def silver():
+        def silver() -> DataFrame:
             return spark.read.table("src")
 
         @dp.table
         @dp.quarantine()
         @dp.expect_or_drop("valid_id", "id IS NOT NULL")
-        def stream():
+        def stream() -> DataFrame:
             return spark.readStream.table("silver")
 
         dp.create_streaming_table("merged", expect_all_or_drop={"valid_id": "id IS NOT NULL"},
                                   quarantine=True)
 
         @dp.append_flow(target="merged")
-        def merge_in():
+        def merge_in() -> DataFrame:
             return spark.readStream.table("silver")
 
         @dlt.table
         @dlt.expect_or_drop("valid_id", "id IS NOT NULL")
-        def legacy():
+        def legacy() -> DataFrame:
             return dlt.read("silver")
 
     pipeline = make_pipeline(define)

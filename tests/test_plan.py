@@ -105,10 +105,10 @@ def python_plans(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Callable
     from sdp_expect import pipelines
     from sdp_expect.registration import GraphState
 
-    def define(body: Callable[[Any], None], conf: dict[str, str] | None = None) -> list[Plan]:
+    def define(body: Callable[[Any], None], conf: dict[str, bool] | None = None) -> list[Plan]:
         plans: list[Plan] = []
         emitted: list[Plan] = []
-        state = GraphState(options=planner.PipelineOptions(**(conf or {})))
+        state = GraphState(options=PipelineOptions(**(conf or {})))
         _recording(monkeypatch, pipelines, plans)
         monkeypatch.setattr(pipelines, "graph_state", lambda: state)
         monkeypatch.setattr(pipelines, "evaluate_query", lambda func, *a, **k: object())

@@ -36,6 +36,7 @@ from typing import Any, Callable, Optional
 import pytest
 from hypothesis import HealthCheck, Phase, event, example, given, settings
 from hypothesis import strategies as st
+from sdp_runner import MakePipeline
 
 from sdp_expect import pipelines as dp
 from sdp_expect.violation import names_text
@@ -49,7 +50,7 @@ LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 NAN, INF = float("nan"), float("inf")
 DOUBLE_MAX = 1.7976931348623157e308
 
-Row = tuple  # (id, amount, qty, name), in COLUMNS order
+Row = tuple[Any, ...]  # (id, amount, qty, name), in COLUMNS order
 Truth = Optional[bool]  # SQL boolean: TRUE, FALSE or NULL (None)
 
 PROPERTY_SETTINGS = settings(
@@ -79,7 +80,8 @@ def sql_compare(a: Any, b: Any) -> Optional[int]:
         return None
     if _is_nan(a) or _is_nan(b):
         return int(_is_nan(a)) - int(_is_nan(b))
-    return (a > b) - (a < b)
+    order: int = (a > b) - (a < b)
+    return order
 
 
 OPERATORS: dict[str, Callable[[int], bool]] = {
@@ -363,7 +365,7 @@ row_names = st.one_of(
     st.none(),
     st.sampled_from(["", " ", "a", "NULL", "ünïcödé", "🚀", "日本語", "it's", 'q"q', "`b`",
                      "\\", "a\nb", " pad ", "\u00a0"]),
-    st.text(st.characters(exclude_categories=("Cs",)), max_size=8),
+    st.text(st.characters(exclude_categories=["Cs"]), max_size=8),
 )
 rows_of = st.tuples(row_ids, row_amounts, row_qtys, row_names)
 
@@ -528,7 +530,7 @@ def canonical(value: Any) -> Any:
     return ("NaN",) if _is_nan(value) else value
 
 
-def key(row: Row) -> tuple:
+def key(row: Row) -> tuple[Any, ...]:
     """A hashable, NaN-aware identity of a record (-0.0 and 0.0 are one key)."""
     return tuple(canonical(v) for v in row)
 
@@ -537,7 +539,8 @@ def as_row(record: dict[str, Any]) -> Row:
     return tuple(record[c] for c in COLUMNS)
 
 
-def assert_same_records(what: str, expected: Counter, actual: Counter, context: str) -> None:
+def assert_same_records(what: str, expected: Counter[tuple[Any, ...]],
+                        actual: Counter[tuple[Any, ...]], context: str) -> None:
     missing = sorted(map(repr, (expected - actual).elements()))
     extra = sorted(map(repr, (actual - expected).elements()))
     assert not missing and not extra, (
@@ -649,7 +652,7 @@ def check_failed(result: Any, scenario: Scenario, dataset: Dataset, expected: Ex
             assert result.rows(table) == [], f"{table} was written by a failed update\n{context}"
 
 
-def run_scenario(make_pipeline: Any, scenario: Scenario, null_passes: bool) -> None:
+def run_scenario(make_pipeline: MakePipeline, scenario: Scenario, null_passes: bool) -> None:
     conf = {"sdp_expect.null_result": "pass"} if null_passes else {}
 
     def define(spark: Any) -> None:
@@ -725,7 +728,8 @@ ALL_ACTIONS = ("warn", "drop", "fail")
 @PROPERTY_SETTINGS
 @given(scenario=scenarios(WARN_DROP, null_passes=False))
 @example(scenario=edge_scenario(WARN_DROP, null_passes=False))
-def test_warn_and_drop_conserve_records_and_count_like_the_oracle(make_pipeline, scenario):
+def test_warn_and_drop_conserve_records_and_count_like_the_oracle(
+        make_pipeline: MakePipeline, scenario: Scenario) -> None:
     run_scenario(make_pipeline, scenario, null_passes=False)
 
 
@@ -733,8 +737,8 @@ def test_warn_and_drop_conserve_records_and_count_like_the_oracle(make_pipeline,
 @PROPERTY_SETTINGS
 @given(scenario=scenarios(ALL_ACTIONS, null_passes=False))
 @example(scenario=edge_scenario(ALL_ACTIONS, null_passes=False))
-def test_fail_rules_fail_exactly_when_the_oracle_says_with_the_right_line(make_pipeline,
-                                                                         scenario):
+def test_fail_rules_fail_exactly_when_the_oracle_says_with_the_right_line(
+        make_pipeline: MakePipeline, scenario: Scenario) -> None:
     run_scenario(make_pipeline, scenario, null_passes=False)
 
 
@@ -742,7 +746,8 @@ def test_fail_rules_fail_exactly_when_the_oracle_says_with_the_right_line(make_p
 @settings(PROPERTY_SETTINGS, max_examples=4)
 @given(scenario=scenarios(ALL_ACTIONS, null_passes=True))
 @example(scenario=edge_scenario(ALL_ACTIONS, null_passes=True))
-def test_null_result_pass_makes_null_pass_in_all_four_places(make_pipeline, scenario):
+def test_null_result_pass_makes_null_pass_in_all_four_places(
+        make_pipeline: MakePipeline, scenario: Scenario) -> None:
     run_scenario(make_pipeline, scenario, null_passes=True)
 
 
@@ -762,5 +767,6 @@ variable_names = st.builds(lambda before, variable, after: before + variable + a
 @example(scenario=edge_scenario(ALL_ACTIONS, null_passes=False, names=[
     "${spark.sql.shuffle.partitions}", "${env:HOME}", "it's ${system:java.version}",
     "${spark.sql.shuffle.partitions}'", "rule ${env:HOME} ✓", "plain", "${spark.app.name}"]))
-def test_rule_names_that_look_like_spark_variables_stay_data(make_pipeline, scenario):
+def test_rule_names_that_look_like_spark_variables_stay_data(
+        make_pipeline: MakePipeline, scenario: Scenario) -> None:
     run_scenario(make_pipeline, scenario, null_passes=False)

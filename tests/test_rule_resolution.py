@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import sdp_expect, user_env, write_project
+from pyspark.sql import DataFrame
+from pyspark.sql.connect.session import SparkSession
+from sdp_runner import MakePipeline
 
 from sdp_expect import pipelines as dp
 from sdp_expect.cli.run_output import (
@@ -32,21 +35,22 @@ CASES = {
 
 
 @pytest.mark.parametrize("kind", sorted(CASES))
-def test_an_unresolvable_constraint_fails_its_own_check_view(make_pipeline, tmp_path: Path,
-                                                              monkeypatch, kind: str) -> None:
+def test_an_unresolvable_constraint_fails_its_own_check_view(
+        make_pipeline: MakePipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        kind: str) -> None:
     constraint, reason = CASES[kind]
     definitions = tmp_path / "definitions.jsonl"
     monkeypatch.setenv(DEFINITIONS_VARIABLE, str(definitions))
 
-    def define(spark):
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
-        def bronze():
+        def bronze() -> DataFrame:
             return spark.range(3).selectExpr("id", "id * 1.5 AS amount")
 
         @dp.materialized_view
         @dp.expect("known_id", "id IS NOT NULL")
         @dp.expect_or_drop("positive", constraint)
-        def silver():
+        def silver() -> DataFrame:
             return spark.read.table("bronze")
 
     result = make_pipeline(define).run(dry=True)
@@ -68,15 +72,15 @@ def test_an_unresolvable_constraint_fails_its_own_check_view(make_pipeline, tmp_
     assert check["location"].startswith("test_rule_resolution.py:")
 
 
-def test_a_broken_query_is_not_blamed_on_its_rules(make_pipeline, tmp_path: Path,
-                                                   monkeypatch) -> None:
+def test_a_broken_query_is_not_blamed_on_its_rules(make_pipeline: MakePipeline, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     definitions = tmp_path / "definitions.jsonl"
     monkeypatch.setenv(DEFINITIONS_VARIABLE, str(definitions))
 
-    def define(spark):
+    def define(spark: SparkSession) -> None:
         @dp.materialized_view
         @dp.expect_or_drop("positive", "amount >= 0")
-        def silver():
+        def silver() -> DataFrame:
             return spark.range(3).selectExpr("id", "id AS amount").where("no_such_column > 0")
 
     result = make_pipeline(define).run(dry=True)
@@ -151,7 +155,8 @@ CREATE OR REFRESH STREAMING TABLE silver (
 
 @pytest.mark.parametrize("dataset_kind", sorted(SQL_DATASETS))
 def test_a_databricks_sql_constraint_is_named_by_its_check_view_too(
-        make_pipeline, tmp_path: Path, monkeypatch, dataset_kind: str) -> None:
+        make_pipeline: MakePipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        dataset_kind: str) -> None:
     definitions = tmp_path / "definitions.jsonl"
     monkeypatch.setenv(DEFINITIONS_VARIABLE, str(definitions))
     files = tmp_path / "transformations"

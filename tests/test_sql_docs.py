@@ -13,6 +13,9 @@ from __future__ import annotations
 import json
 import textwrap
 from pathlib import Path
+from typing import Optional
+
+from sdp_runner import MakePipeline, RunResult
 
 DOCS = Path(__file__).resolve().parent / "fixtures" / "sql" / "lakeflow_docs"
 
@@ -69,16 +72,18 @@ def write(folder: Path, name: str, rows: list[dict[str, object]]) -> None:
     (folder / name).write_text("".join(json.dumps(row) + "\n" for row in rows))
 
 
-def order(order_id, customer_id, amount, day="2024-01-02"):
+def order(order_id: Optional[int], customer_id: Optional[str], amount: float,
+          day: str = "2024-01-02") -> dict[str, object]:
     return {"order_id": order_id, "customer_id": customer_id, "amount": amount, "order_date": day}
 
 
-def metrics(result, dataset):
+def metrics(result: RunResult, dataset: str) -> dict[str, tuple[int, int, int]]:
     return {r["expectation"]: (r["passed_records"], r["failed_records"], r["dropped_records"])
             for r in result.rows(f"{dataset}_dq_metrics")}
 
 
-def test_lakeflow_docs_examples_run_as_documented(make_pipeline, tmp_path):
+def test_lakeflow_docs_examples_run_as_documented(make_pipeline: MakePipeline,
+                                                  tmp_path: Path) -> None:
     landing = tmp_path / "landing"
     write(landing / "bronze", "1.json", [
         order(1, "c1", 10.0), order(None, "c2", 5.0), order(3, "c1", 0.0, "2019-05-01"),

@@ -25,10 +25,10 @@ import re
 import shutil
 import textwrap
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 import pytest
-from sdp_runner import Pipeline, RunResult, SparkServer
+from sdp_runner import MakePipeline, Pipeline, RunResult, SparkServer
 
 from sdp_expect import SdpExpectError, sql
 from sdp_expect.cli import main
@@ -37,6 +37,7 @@ from sdp_expect.dbsql.statements import (
     DatasetStatement,
     DatasetType,
     SetStatement,
+    SqlText,
     StatementSummary,
     UseStatement,
 )
@@ -109,7 +110,8 @@ def test_cells_end_statements_without_semicolons_and_markdown_is_ignored() -> No
     assert [(s.name.dataset, s.position.line) for s in statements
             if isinstance(s, DatasetStatement)] == [("a", 8), ("b", 13)]
     assert len(statements) == 2
-    assert statements[1].query is not None and statements[1].query.text == "SELECT * FROM a"
+    second = cast(DatasetStatement, statements[1])  # as the first assertion shows
+    assert second.query is not None and second.query.text == "SELECT * FROM a"
 
 
 @pytest.mark.parametrize("separator", ["-- COMMAND --", "-- COMMAND ----------",
@@ -128,7 +130,8 @@ def test_a_separator_inside_a_string_or_comment_or_indented_is_not_one() -> None
             ", 2 AS t\n")
     statements = parse(text, "f.sql")
     assert len(statements) == 1
-    query = statements[0].query  # type: ignore[union-attr]
+    # The one statement is a materialized view's, with its query.
+    query = cast(SqlText, cast(DatasetStatement, statements[0]).query)
     assert query.text.endswith(", 2 AS t")
 
 
@@ -270,7 +273,7 @@ def test_create_set_and_use_inside_a_statement_do_not_split_it(text: str) -> Non
 
 
 def test_include_refuses_a_merged_statement_while_the_pipeline_is_defined(
-        make_pipeline: Any, tmp_path: Path) -> None:
+        make_pipeline: MakePipeline, tmp_path: Path) -> None:
     folder = tmp_path / "notebooks"
     folder.mkdir()
     (folder / "nb.sql").write_text(notebook(

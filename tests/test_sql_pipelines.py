@@ -22,7 +22,7 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from sdp_runner import Pipeline, RunResult, SparkServer
+from sdp_runner import MakePipeline, Pipeline, RunResult, SparkServer
 
 from sdp_expect import sql
 
@@ -255,7 +255,8 @@ def include_project(root: Path, sql_text: str, python: str = "") -> Path:
     return transformations
 
 
-def test_a_violated_fail_rule_fails_its_flow_once_and_others_run(make_pipeline, tmp_path):
+def test_a_violated_fail_rule_fails_its_flow_once_and_others_run(make_pipeline: MakePipeline,
+                                                                 tmp_path: Path) -> None:
     files = include_project(tmp_path / "project", """\
         CREATE MATERIALIZED VIEW src AS
         SELECT * FROM VALUES (1, 5, 'eu'), (2, -5, NULL) AS t(id, amount, region);
@@ -293,7 +294,8 @@ def test_a_violated_fail_rule_fails_its_flow_once_and_others_run(make_pipeline, 
 # ------------------------------------------------------------------ SQL and Python together
 
 
-def test_sql_flows_and_python_flows_share_a_streaming_table_s_rules(make_pipeline, tmp_path):
+def test_sql_flows_and_python_flows_share_a_streaming_table_s_rules(make_pipeline: MakePipeline,
+                                                                    tmp_path: Path) -> None:
     inbox = tmp_path / "inbox"
     write_orders(inbox)
     files = include_project(tmp_path / "project", """\
@@ -340,7 +342,8 @@ def test_sql_flows_and_python_flows_share_a_streaming_table_s_rules(make_pipelin
 # --------------------------------------------------------------------------- errors at definition
 
 
-def test_spark_s_syntax_error_in_a_query_names_the_databricks_sql_line(make_pipeline, tmp_path):
+def test_spark_s_syntax_error_in_a_query_names_the_databricks_sql_line(make_pipeline: MakePipeline,
+                                                                       tmp_path: Path) -> None:
     files = include_project(tmp_path / "project", """\
         CREATE OR REFRESH MATERIALIZED VIEW fine AS SELECT 1 AS id;
 
@@ -357,7 +360,8 @@ def test_spark_s_syntax_error_in_a_query_names_the_databricks_sql_line(make_pipe
     assert "is QUEUED" not in result.output
 
 
-def test_spark_s_other_errors_name_the_databricks_sql_statement(make_pipeline, tmp_path):
+def test_spark_s_other_errors_name_the_databricks_sql_statement(make_pipeline: MakePipeline,
+                                                                tmp_path: Path) -> None:
     files = include_project(tmp_path / "project", """\
         CREATE OR REFRESH MATERIALIZED VIEW fine AS SELECT 1 AS id;
 
@@ -371,7 +375,8 @@ def test_spark_s_other_errors_name_the_databricks_sql_statement(make_pipeline, t
     assert "Spark rejected the translated statement" in message, message
 
 
-def test_a_statement_that_is_not_a_pipeline_statement_stops_sql_include(make_pipeline, tmp_path):
+def test_a_statement_that_is_not_a_pipeline_statement_stops_sql_include(make_pipeline: MakePipeline,
+                                                                        tmp_path: Path) -> None:
     files = include_project(tmp_path / "project", """\
         CREATE OR REFRESH MATERIALIZED VIEW fine AS SELECT 1 AS id;
 
@@ -383,7 +388,8 @@ def test_a_statement_that_is_not_a_pipeline_statement_stops_sql_include(make_pip
     assert "[SDPX-SQL-308]" in message and "pipeline.sql:3:1" in message, message
 
 
-def test_definition_mistakes_stop_before_any_flow(make_pipeline, tmp_path):
+def test_definition_mistakes_stop_before_any_flow(make_pipeline: MakePipeline,
+                                                  tmp_path: Path) -> None:
     cases = {
         "SDPX-DEF-105": """\
             CREATE MATERIALIZED VIEW src AS SELECT 1 AS id;
@@ -411,7 +417,7 @@ def test_definition_mistakes_stop_before_any_flow(make_pipeline, tmp_path):
         assert "is QUEUED" not in result.output, code
 
 
-def test_include_of_nothing_is_a_coded_error(make_pipeline, tmp_path):
+def test_include_of_nothing_is_a_coded_error(make_pipeline: MakePipeline, tmp_path: Path) -> None:
     transformations = tmp_path / "project" / "transformations"
     transformations.mkdir(parents=True)
     (transformations / "include_sql.py").write_text(

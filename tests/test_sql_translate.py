@@ -48,7 +48,7 @@ def raises(code: str, text: str, **kwargs: object) -> SdpExpectError:
 # --------------------------------------------------------------------------- the docs' examples
 
 
-def test_docs_several_constraints_on_a_streaming_table():
+def test_docs_several_constraints_on_a_streaming_table() -> None:
     text = (DOCS / "several_constraints.sql").read_text()
     statement = parse(text, "docs.sql")[0]
     assert isinstance(statement, DatasetStatement)
@@ -73,7 +73,7 @@ def test_docs_several_constraints_on_a_streaming_table():
     ]
 
 
-def test_docs_examples_with_quarantine_get_the_python_api_s_companions():
+def test_docs_examples_with_quarantine_get_the_python_api_s_companions() -> None:
     text = (DOCS / "warn_drop_fail.sql").read_text()
     out = statements_of(sql.translate(text, "docs.sql", conf={"sdp_expect.quarantine": "true"}))
     heads = [s.split(" AS ")[0] for s in out if s.startswith("CREATE")]
@@ -100,13 +100,13 @@ def test_docs_examples_with_quarantine_get_the_python_api_s_companions():
                     "SET spark.sql.pipelines.maxFlowRetryAttempts = 2"]
 
 
-def test_docs_three_part_source_name_is_kept():
+def test_docs_three_part_source_name_is_kept() -> None:
     out = sql.translate((DOCS / "customers.sql").read_text(), "docs.sql")
     assert "SELECT * FROM STREAM(datasets.samples.raw_customers)" in out
     assert "coalesce((age BETWEEN 0 AND 120), false)" in out
 
 
-def test_docs_read_files_example_is_a_coded_error_naming_file_line_and_construct():
+def test_docs_read_files_example_is_a_coded_error_naming_file_line_and_construct() -> None:
     text = (DOCS / "read_files.sql").read_text()
     with pytest.raises(SdpExpectError) as caught:
         sql.translate(text, "databricks_sql/orders_raw.sql")
@@ -116,7 +116,7 @@ def test_docs_read_files_example_is_a_coded_error_naming_file_line_and_construct
     assert "read_files()" in str(error) and "spark.readStream" in error.fix
 
 
-def test_materialized_view_with_group_by():
+def test_materialized_view_with_group_by() -> None:
     out = translated("""\
         CREATE OR REFRESH MATERIALIZED VIEW revenue (
           CONSTRAINT revenue_not_negative EXPECT (revenue >= 0) ON VIOLATION FAIL UPDATE
@@ -152,7 +152,8 @@ def test_materialized_view_with_group_by():
     ("CREATE OR REPLACE TEMPORARY VIEW", DatasetType.TEMPORARY_VIEW, False),
     ("CREATE VIEW", DatasetType.VIEW, False),
 ])
-def test_dataset_statements_and_their_open_source_keywords(written, kind, private):
+def test_dataset_statements_and_their_open_source_keywords(written: str, kind: DatasetType,
+                                                           private: bool) -> None:
     statement = one(f"{written} t AS SELECT 1 AS id")
     assert statement.type is kind
     assert statement.private is private
@@ -160,13 +161,13 @@ def test_dataset_statements_and_their_open_source_keywords(written, kind, privat
     assert out == [f"CREATE {kind.value} t AS SELECT 1 AS id"]
 
 
-def test_private_is_explained_in_the_translation():
+def test_private_is_explained_in_the_translation() -> None:
     out = translated("CREATE OR REFRESH PRIVATE MATERIALIZED VIEW t AS SELECT 1 AS id;")
     assert "open-source SDP has no private datasets" in out
     assert "PRIVATE" not in " ".join(statements_of(out))
 
 
-def test_live_qualifiers_go_and_everything_else_stays():
+def test_live_qualifiers_go_and_everything_else_stays() -> None:
     out = translated("""\
         CREATE LIVE TABLE t AS
         SELECT live.a, x.live.b, `live` FROM LIVE.src JOIN `LIVE`.other USING (id)
@@ -184,7 +185,7 @@ def test_live_qualifiers_go_and_everything_else_stays():
     assert "-- LIVE.z in a comment\n  AND /* LIVE.w */ TRUE" in out
 
 
-def test_flows_set_use_and_other_statements():
+def test_flows_set_use_and_other_statements() -> None:
     statements = parse(textwrap.dedent("""\
         SET spark.sql.shuffle.partitions = 4;
         USE SCHEMA sales;
@@ -203,7 +204,7 @@ def test_flows_set_use_and_other_statements():
     "SELECT * FROM orders",
     "CREATE TABLE t (x INT)",
 ])
-def test_a_statement_that_is_not_a_pipeline_statement_is_an_error_at_its_line(text):
+def test_a_statement_that_is_not_a_pipeline_statement_is_an_error_at_its_line(text: str) -> None:
     """Open-source SDP refuses these in a pipeline's SQL file (checked on a real graph):
     parse raises SDPX-SQL-308 at the statement's line; check lists it and reads on."""
     source = f"CREATE MATERIALIZED VIEW a AS SELECT 1 AS x;\n{text};\nSET k = v;\n"
@@ -216,7 +217,7 @@ def test_a_statement_that_is_not_a_pipeline_statement_is_an_error_at_its_line(te
     assert [type(s) for s in findings.statements] == [DatasetStatement, SetStatement]
 
 
-def test_clauses_pass_on_and_sdp_expect_properties_are_consumed():
+def test_clauses_pass_on_and_sdp_expect_properties_are_consumed() -> None:
     statement = one("""\
         CREATE OR REFRESH MATERIALIZED VIEW sales.orders (
           order_id INT NOT NULL COMMENT 'the id',
@@ -251,7 +252,7 @@ def test_clauses_pass_on_and_sdp_expect_properties_are_consumed():
     assert "'dataset', 'sales.my orders'" in out[2]
 
 
-def test_constraints_hold_strings_comments_and_parentheses_as_data():
+def test_constraints_hold_strings_comments_and_parentheses_as_data() -> None:
     statement = one("""\
         create or refresh materialized view t (
           constraint `it's ``odd``` /* c */ expect (
@@ -275,7 +276,7 @@ def test_constraints_hold_strings_comments_and_parentheses_as_data():
     assert "coalesce((a > 0 -- a comment\nAND b > 0\n), false)" in out
 
 
-def test_comments_anywhere_and_any_keyword_case():
+def test_comments_anywhere_and_any_keyword_case() -> None:
     statement = one("""\
         /* a */ CrEaTe /* b */ Or -- c
         ReFrEsH /* d */ StReAmInG tAbLe -- e
@@ -289,13 +290,14 @@ def test_comments_anywhere_and_any_keyword_case():
     assert statement.query is not None and statement.query.text == "SELECT * FROM STREAM(src)"
 
 
-def test_a_semicolon_in_a_string_does_not_end_the_statement():
+def test_a_semicolon_in_a_string_does_not_end_the_statement() -> None:
     statements = parse("CREATE LIVE TABLE t (CONSTRAINT c EXPECT (x <> ';')) AS SELECT ';' AS x;"
                        "CREATE LIVE TABLE u AS SELECT 1", "f.sql")
     assert len(statements) == 2
 
 
-def test_streaming_table_without_query_records_its_rules_for_flows_in_any_file(tmp_path):
+def test_streaming_table_without_query_records_its_rules_for_flows_in_any_file(
+        tmp_path: Path) -> None:
     (tmp_path / "a.sql").write_text(textwrap.dedent("""\
         CREATE OR REFRESH STREAMING TABLE events (
           CONSTRAINT positive EXPECT (amount > 0) ON VIOLATION DROP ROW
@@ -325,7 +327,7 @@ def test_streaming_table_without_query_records_its_rules_for_flows_in_any_file(t
     ]
 
 
-def test_temporary_view_keeps_only_the_filter():
+def test_temporary_view_keeps_only_the_filter() -> None:
     out = statements_of(translated("""\
         CREATE TEMPORARY LIVE VIEW v (CONSTRAINT c EXPECT (a > 0) ON VIOLATION DROP ROW)
         AS SELECT * FROM src;"""))
@@ -336,7 +338,7 @@ def test_temporary_view_keeps_only_the_filter():
 # --------------------------------------------------------------------------- settings
 
 
-def test_null_result_and_quarantine_settings_of_the_pipeline_apply():
+def test_null_result_and_quarantine_settings_of_the_pipeline_apply() -> None:
     text = "CREATE LIVE TABLE t (CONSTRAINT c EXPECT (a > 0) ON VIOLATION DROP ROW) AS SELECT 1;"
     assert "coalesce((a > 0), true)" in translated(text, sdp_expect__null_result="pass")
     assert "t_quarantine" in translated(text, sdp_expect__quarantine="true")
@@ -346,7 +348,7 @@ def test_null_result_and_quarantine_settings_of_the_pipeline_apply():
         translated(text, sdp_expect__quarantine="maybe")
 
 
-def test_set_of_an_sdp_expect_setting_applies_to_the_rest_of_the_file():
+def test_set_of_an_sdp_expect_setting_applies_to_the_rest_of_the_file() -> None:
     out = translated("""\
         CREATE LIVE TABLE a (CONSTRAINT c EXPECT (x > 0) ON VIOLATION DROP ROW) AS SELECT 1 x;
         SET sdp_expect.quarantine = true;
@@ -357,7 +359,7 @@ def test_set_of_an_sdp_expect_setting_applies_to_the_rest_of_the_file():
     raises("SDPX-SQL-304", "SET sdp_expect.quarantne = true;")
 
 
-def test_retry_setting_is_restored_to_the_value_in_effect_before():
+def test_retry_setting_is_restored_to_the_value_in_effect_before() -> None:
     fail = ("CREATE LIVE TABLE {} (CONSTRAINT c EXPECT (x > 0) ON VIOLATION FAIL UPDATE) "
             "AS SELECT 1 x")
     out = statements_of(translated(f"""\
@@ -369,7 +371,7 @@ def test_retry_setting_is_restored_to_the_value_in_effect_before():
     assert sets == ["0", "3", "5", "0", "5"]
 
 
-def test_rules_from_a_rule_file_come_after_the_constraints(tmp_path):
+def test_rules_from_a_rule_file_come_after_the_constraints(tmp_path: Path) -> None:
     (tmp_path / "rules").mkdir()
     (tmp_path / "rules" / "orders.yml").write_text(textwrap.dedent("""\
         - name: has_amount
@@ -414,7 +416,7 @@ def test_rules_from_a_rule_file_come_after_the_constraints(tmp_path):
     ("CREATE FLOW f AS INSERT INTO t SELECT 1", "f.sql:1:32", "expected BY NAME"),
     ("CREATE OR WHATEVER LIVE TABLE t AS SELECT 1", "f.sql:1:11", "REFRESH or REPLACE"),
 ])
-def test_syntax_errors_name_file_line_and_column(text, location, words):
+def test_syntax_errors_name_file_line_and_column(text: str, location: str, words: str) -> None:
     error = raises("SDPX-SQL-302", text)
     assert error.location == location, str(error)
     assert words in error.detail, str(error)
@@ -433,13 +435,13 @@ def test_syntax_errors_name_file_line_and_column(text, location, words):
     ("CREATE LIVE TABLE t (CONSTRAINT pk PRIMARY KEY (id)) AS SELECT 1", "PRIMARY"),
     ("CREATE FLOW f AS INSERT INTO ONCE t BY NAME SELECT 1", "ONCE"),
 ])
-def test_databricks_only_constructs_are_named_with_what_to_do(text, construct):
+def test_databricks_only_constructs_are_named_with_what_to_do(text: str, construct: str) -> None:
     error = raises("SDPX-SQL-301", text)
     assert construct in error.detail and error.location and error.location.startswith("f.sql:1:")
     assert error.fix and "Fix" in str(error)
 
 
-def test_auto_cdc_depends_on_the_spark_version():
+def test_auto_cdc_depends_on_the_spark_version() -> None:
     flow = "CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(s) KEYS (id) SEQUENCE BY ts"
     with pytest.raises(SdpExpectError, match="SDPX-SQL-301") as caught:
         parse(flow, "f.sql", auto_cdc=False)
@@ -452,7 +454,7 @@ def test_auto_cdc_depends_on_the_spark_version():
         parse(table, "f.sql", auto_cdc=True)
 
 
-def test_definition_mistakes_of_the_python_api_have_the_same_codes(tmp_path):
+def test_definition_mistakes_of_the_python_api_have_the_same_codes(tmp_path: Path) -> None:
     (tmp_path / "flows.sql").write_text(
         "CREATE STREAMING TABLE t;\n"
         "CREATE FLOW f AS INSERT INTO t BY NAME SELECT * FROM STREAM(s);\n"
@@ -476,7 +478,8 @@ def test_definition_mistakes_of_the_python_api_have_the_same_codes(tmp_path):
 # --------------------------------------------------------------------------- the command
 
 
-def test_translate_command_prints_writes_and_reports(tmp_path, capsys):
+def test_translate_command_prints_writes_and_reports(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
     source = tmp_path / "orders.sql"
     source.write_text((DOCS / "several_constraints.sql").read_text())
     assert cli.main(["translate", str(source), "--conf", "sdp_expect.quarantine=true"]) == 0
@@ -501,7 +504,7 @@ def test_translate_command_prints_writes_and_reports(tmp_path, capsys):
     assert cli.main(["translate"]) == 2
 
 
-def test_include_finds_a_folder_a_glob_or_a_file_relative_to_the_caller(tmp_path):
+def test_include_finds_a_folder_a_glob_or_a_file_relative_to_the_caller(tmp_path: Path) -> None:
     from sdp_expect.sql import _matching_files
 
     folder = tmp_path / "databricks_sql"

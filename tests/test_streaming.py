@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 from chispa import assert_df_equality
+from pyspark.sql import DataFrame
+from pyspark.sql.connect.session import SparkSession
+from sdp_runner import MakePipeline, RunResult
 
 from sdp_expect import pipelines as dp
 
@@ -12,17 +17,18 @@ SCHEMA = "id INT, amount INT, source STRING"
 COLUMNS = ["id", "amount", "source"]
 
 
-def write_json(folder, name, rows):
+def write_json(folder: Path, name: str, rows: list[tuple[Any, ...]]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     lines = [json.dumps(dict(zip(COLUMNS, row, strict=True))) for row in rows]
     (folder / name).write_text("\n".join(lines) + "\n")
 
 
-def metrics_by_name(result, dataset):
+def metrics_by_name(result: RunResult, dataset: str) -> dict[str, dict[str, Any]]:
     return {row["expectation"]: row for row in result.rows(f"{dataset}_dq_metrics")}
 
 
-def test_create_streaming_table_rules_apply_to_two_append_flows(make_pipeline):
+def test_create_streaming_table_rules_apply_to_two_append_flows(
+        make_pipeline: MakePipeline) -> None:
     """Both flows get the table's rules and their own companion flows.
 
     Spark's parquet file sink keeps one commit log per table and assumes one
@@ -36,7 +42,7 @@ def test_create_streaming_table_rules_apply_to_two_append_flows(make_pipeline):
     write_json(web, "1.json", [(1, 10, "web"), (None, 5, "web"), (3, -1, "web")])
     write_json(shop, "1.json", [(4, 7, "shop"), (5, None, "shop")])
 
-    def define(spark):
+    def define(spark: SparkSession) -> None:
         dp.create_streaming_table(
             "orders",
             expect_all={"small": "amount < 10"},
@@ -45,11 +51,11 @@ def test_create_streaming_table_rules_apply_to_two_append_flows(make_pipeline):
         )
 
         @dp.append_flow(target="orders")
-        def from_web():
+        def from_web() -> DataFrame:
             return spark.readStream.schema(SCHEMA).json(str(web))
 
         @dp.append_flow(target="orders", name="from_shop")
-        def shop_flow():
+        def shop_flow() -> DataFrame:
             return spark.readStream.schema(SCHEMA).json(str(shop))
 
     pipeline.definitions = define
@@ -76,16 +82,17 @@ def test_create_streaming_table_rules_apply_to_two_append_flows(make_pipeline):
         assert row["passed_records"] + row["failed_records"] == row["total_records"] <= 5
 
 
-def test_streaming_table_over_two_updates_counts_each_record_once(make_pipeline):
+def test_streaming_table_over_two_updates_counts_each_record_once(
+        make_pipeline: MakePipeline) -> None:
     pipeline = make_pipeline()
     inbox = pipeline.path("inbox")
 
-    def define(spark):
+    def define(spark: SparkSession) -> None:
         @dp.table
         @dp.quarantine()
         @dp.expect("small", "amount < 100")
         @dp.expect_or_drop("valid_id", "id IS NOT NULL")
-        def orders():
+        def orders() -> DataFrame:
             return spark.readStream.schema(SCHEMA).json(str(inbox))
 
     pipeline.definitions = define
@@ -115,14 +122,14 @@ def test_streaming_table_over_two_updates_counts_each_record_once(make_pipeline)
     assert third.table("orders").count() == 3
 
 
-def test_full_refresh_counts_again_from_the_data_present(make_pipeline):
+def test_full_refresh_counts_again_from_the_data_present(make_pipeline: MakePipeline) -> None:
     pipeline = make_pipeline()
     inbox = pipeline.path("inbox")
 
-    def define(spark):
+    def define(spark: SparkSession) -> None:
         @dp.table
         @dp.expect_or_drop("valid_id", "id IS NOT NULL")
-        def orders():
+        def orders() -> DataFrame:
             return spark.readStream.schema(SCHEMA).json(str(inbox))
 
     pipeline.definitions = define
@@ -136,17 +143,17 @@ def test_full_refresh_counts_again_from_the_data_present(make_pipeline):
     assert metrics_by_name(refreshed, "orders")["valid_id"]["total_records"] == 3
 
 
-def test_companion_tables_of_a_streaming_table_take_its_format(make_pipeline):
+def test_companion_tables_of_a_streaming_table_take_its_format(make_pipeline: MakePipeline) -> None:
     """Flows append to the quarantine and the record log as they do to the table."""
     pipeline = make_pipeline()
     source = pipeline.path("in")
     write_json(source, "1.json", [(1, 10, "web"), (None, 5, "web")])
 
-    def define(spark):
+    def define(spark: SparkSession) -> None:
         @dp.table(format="json")
         @dp.quarantine()
         @dp.expect_or_drop("valid_id", "id IS NOT NULL")
-        def orders():
+        def orders() -> DataFrame:
             return spark.readStream.schema(SCHEMA).json(str(source))
 
     pipeline.definitions = define

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 from cli_helpers import assert_runs_without_pyspark, repo_env
@@ -310,7 +311,7 @@ def test_auto_cdc_follows_the_installed_spark_without_importing_it(
     text = "CREATE FLOW f AS AUTO CDC INTO t FROM s KEYS (id) SEQUENCE BY ts;\n"
     real_version = importlib.metadata.version
 
-    def version(spark: str) -> str:
+    def version(spark: str) -> Callable[[str], str]:
         def fake(name: str) -> str:
             if name.startswith("pyspark"):
                 if spark == "none":

@@ -7,8 +7,13 @@ the records that passed. (The target's table format must support MERGE.)
 
 from __future__ import annotations
 
+from typing import Any, Optional
+
 import pyspark
 import pytest
+from pyspark.sql import DataFrame
+from pyspark.sql.connect.session import SparkSession
+from sdp_runner import MakePipeline, Pipeline
 
 from sdp_expect import SdpExpectError
 from sdp_expect import pipelines as dp
@@ -25,12 +30,12 @@ ROWS = [
 ]
 
 
-def auto_cdc_pipeline(make_pipeline, **flow_options):
-    def define(spark):
+def auto_cdc_pipeline(make_pipeline: MakePipeline, **flow_options: Any) -> Pipeline:
+    def define(spark: SparkSession) -> None:
         @dp.temporary_view
         @dp.expect_or_drop("valid_id", "id IS NOT NULL")
         @dp.expect_or_drop("has_name", "name IS NOT NULL")
-        def customer_changes():
+        def customer_changes() -> DataFrame:
             return spark.readStream.table("changes")
 
         dp.create_streaming_table("customers")
@@ -45,7 +50,7 @@ def auto_cdc_pipeline(make_pipeline, **flow_options):
 
 @pytest.mark.skipif(SPARK >= (4, 2), reason="Spark 4.2+ has create_auto_cdc_flow: this test "
                     "checks the error Spark 4.1 users get (it runs on the 4.1 line of CI)")
-def test_spark_41_has_no_auto_cdc_and_says_so():
+def test_spark_41_has_no_auto_cdc_and_says_so() -> None:
     with pytest.raises(AttributeError, match="create_auto_cdc_flow") as caught:
         _ = dp.create_auto_cdc_flow
     assert isinstance(caught.value, SdpExpectError) and caught.value.code == "SDPX-DEF-109"
@@ -56,7 +61,7 @@ def test_spark_41_has_no_auto_cdc_and_says_so():
 
 @pytest.mark.skipif(SPARK != (4, 2), reason="only Spark 4.2 has Auto CDC without SCD type 2: "
                     "this test checks the error its users get (it runs on the 4.2 line of CI)")
-def test_spark_42_says_scd_type_2_needs_spark_43(make_pipeline):
+def test_spark_42_says_scd_type_2_needs_spark_43(make_pipeline: MakePipeline) -> None:
     pipeline = auto_cdc_pipeline(make_pipeline, stored_as_scd_type=2)
     result = pipeline.run(dry=True)
     assert not result.ok
@@ -72,7 +77,8 @@ def test_spark_42_says_scd_type_2_needs_spark_43(make_pipeline):
         SPARK < (4, 3), reason="SCD type 2 arrived in Spark 4.3; on 4.2 "
         "test_spark_42_says_scd_type_2_needs_spark_43 checks the error instead")),
 ])
-def test_auto_cdc_with_rules_on_its_source_view_defines_and_dry_runs(make_pipeline, scd_type):
+def test_auto_cdc_with_rules_on_its_source_view_defines_and_dry_runs(
+        make_pipeline: MakePipeline, scd_type: Optional[int]) -> None:
     """Auto CDC needs a target format with MERGE (Delta Lake, Iceberg), which plain
     Spark lacks: here the graph with rules on the source view must pass a dry run,
     and a real run must stop with Spark's own explanation, not an sdp-expect error."""

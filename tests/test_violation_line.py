@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -25,12 +25,15 @@ from sdp_expect.model import Action, DatasetRules, Expectation
 from sdp_expect.options import PipelineOptions
 from sdp_expect.violation import TAG, Violation, find_all, format_message, parse, quote
 
+if TYPE_CHECKING:
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+
 TRICKY = [
     "it's", "a, b", "', '", "a', 'b", "${x}", "$x", "\\", "\\'", "'", ",", " ", "x ",
     "ünïcödé ✓", "日本語", "emoji 🎉", "'. Output record: '{}'.", TAG, "\\u0024",
     "x\ny", "tab\there", "%s", "<errorMessage>", "{0}", "a\u2028b", "nul\x00", "del\x7f",
 ]
-SPARK_TEXT = st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=15)
+SPARK_TEXT = st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=15)
 names = st.one_of(st.sampled_from(TRICKY), SPARK_TEXT).filter(lambda s: s.strip() != "")
 any_names = st.one_of(names, st.text(min_size=1, max_size=15))
 json_values = st.recursive(
@@ -133,7 +136,7 @@ def cases(draw: Any) -> tuple[str, list[str], str, tuple[Any, ...]]:
                  .filter(any))
     row = ("".join("1" if flag else "0" for flag in flags),
            draw(st.none() | st.sampled_from(TRICKY) | st.text(
-               st.characters(exclude_categories=("Cs",)), max_size=30)),
+               st.characters(exclude_categories=["Cs"]), max_size=30)),
            draw(st.none() | st.integers(-2**63, 2**63 - 1)),
            draw(st.none() | st.floats(allow_nan=False, allow_infinity=False)))
     return draw(names), rule_names, row[0], row
@@ -176,8 +179,9 @@ def test_parse_of_what_spark_raises_gives_back_names_dataset_and_record(
 def test_the_plan_spark_prints_never_parses_as_a_violation(
         spark: Any, dataset: str, rule_names: list[str]) -> None:
     source = spark.range(3).selectExpr("CAST(id AS STRING) AS bad", "id")
-    plan = emit_python.target(_logic(dataset, rule_names), source)._explain_string(
-        extended=True)
+    # A Spark Connect DataFrame (what the spark fixture gives), which has _explain_string.
+    target = cast("ConnectDataFrame", emit_python.target(_logic(dataset, rule_names), source))
+    plan = target._explain_string(extended=True)
     assert TAG in plan and "concat_ws(" in plan, plan  # the plan quotes the message's SQL
     assert find_all(plan) == [], plan
     for line in plan.splitlines():
