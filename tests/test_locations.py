@@ -24,7 +24,7 @@ from sdp_expect.definitions import DEFINITIONS_VARIABLE
 from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.validate_sql import check_sql_file
 
-FILES = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=20)
+FILES = st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=20)
 NUMBERS = st.one_of(st.none(), st.integers(min_value=1, max_value=10**6))
 
 

@@ -34,6 +34,18 @@ CASES = {
 }
 
 
+
+def shown_by_default(events: list[str], definitions: Path) -> tuple[ChildOutput, list[str]]:
+    """What ``sdp-expect run`` shows by default of a graph's events, as spark-pipelines
+    prints them (a timestamp, then the event's message and error lines)."""
+    output = ChildOutput(definitions)
+    shown: list[str] = []
+    for event in events:
+        for line in ("2026-01-01 00:00:00: " + event).splitlines(keepends=True):
+            shown += output.feed(line if line.endswith("\n") else line + "\n")
+    shown += output.finish()
+    return output, shown
+
 @pytest.mark.parametrize("kind", sorted(CASES))
 def test_an_unresolvable_constraint_fails_its_own_check_view(
         make_pipeline: MakePipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -85,12 +97,7 @@ def test_a_broken_query_is_not_blamed_on_its_rules(make_pipeline: MakePipeline, 
 
     result = make_pipeline(define).run(dry=True)
     assert not result.ok
-    output = ChildOutput(definitions)
-    shown: list[str] = []
-    for event in result.events:
-        for line in ("2026-01-01 00:00:00: " + event).splitlines(keepends=True):
-            shown += output.feed(line if line.endswith("\n") else line + "\n")
-    shown += output.finish()
+    output, shown = shown_by_default(result.events, definitions)
     assert output.rule_errors == []
     assert any("Failed to resolve flow" in line and "silver'" in line for line in shown), shown
     assert not any("_sdpx_check_" in line for line in shown), shown
@@ -196,12 +203,7 @@ sql.include("../databricks_sql/")
         "silver", "positive", "amout >= 0")
     assert check["location"].endswith("silver.sql:3"), check["location"]
     # the one coded line the default output shows
-    output = ChildOutput(definitions)
-    shown: list[str] = []
-    for event in result.events:
-        for line in ("2026-01-01 00:00:00: " + event).splitlines(keepends=True):
-            shown += output.feed(line if line.endswith("\n") else line + "\n")
-    shown += output.finish()
+    output, shown = shown_by_default(result.events, definitions)
     assert [(r.dataset, r.expectation) for r in output.rule_errors] == [("silver", "positive")]
     coded = [line for line in shown if "[SDPX-DEF-111]" in line]
     assert len(coded) == 1 and "UNRESOLVED_COLUMN" in coded[0], shown
