@@ -119,28 +119,28 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, summary: bool) -> N
                             f"(default: {DEFAULT_SAMPLE})")
 
 
+def _add_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], *,
+                 dry: bool, help: str, description: str) -> None:
+    action = "dry-run" if dry else "run"
+    parser = subparsers.add_parser(
+        action, help=help, usage=f"sdp-expect {action} [options] [spark-pipelines {action} "
+        "options]", description=description, allow_abbrev=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common_arguments(parser, summary=not dry)
+    add_pass_through(parser)
+    parser.set_defaults(handler=lambda args: command_run(args, dry=dry))
+
+
 def add_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``run`` and its arguments."""
-    parser = subparsers.add_parser(
-        "run", help="run the pipeline (spark-pipelines run) and show its data quality",
-        usage="sdp-expect run [options] [spark-pipelines run options]",
-        description=RUN_DESCRIPTION, allow_abbrev=False,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_common_arguments(parser, summary=True)
-    add_pass_through(parser)
-    parser.set_defaults(handler=lambda args: command_run(args, dry=False))
+    _add_command(subparsers, dry=False, description=RUN_DESCRIPTION,
+                 help="run the pipeline (spark-pipelines run) and show its data quality")
 
 
 def add_dry_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``dry-run`` and its arguments."""
-    parser = subparsers.add_parser(
-        "dry-run", help="check the pipeline without writing (spark-pipelines dry-run)",
-        usage="sdp-expect dry-run [options] [spark-pipelines dry-run options]",
-        description=DRY_RUN_DESCRIPTION, allow_abbrev=False,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_common_arguments(parser, summary=False)
-    add_pass_through(parser)
-    parser.set_defaults(handler=lambda args: command_run(args, dry=True))
+    _add_command(subparsers, dry=True, description=DRY_RUN_DESCRIPTION,
+                 help="check the pipeline without writing (spark-pipelines dry-run)")
 
 
 def exit_status(outcome: Outcome) -> int:
