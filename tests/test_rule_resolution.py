@@ -25,6 +25,7 @@ from sdp_expect.cli.run_output import (
     spark_reason,
 )
 from sdp_expect.definitions import DEFINITIONS_VARIABLE
+from sdp_expect.errors import Location
 
 CASES = {
     # kind: (constraint, what Spark's reason must contain)
@@ -45,6 +46,7 @@ def shown_by_default(events: list[str], definitions: Path) -> tuple[ChildOutput,
             shown += output.feed(line if line.endswith("\n") else line + "\n")
     shown += output.finish()
     return output, shown
+
 
 @pytest.mark.parametrize("kind", sorted(CASES))
 def test_an_unresolvable_constraint_fails_its_own_check_view(
@@ -82,6 +84,21 @@ def test_an_unresolvable_constraint_fails_its_own_check_view(
     assert (check["dataset"], check["expectation"], check["constraint"], check["action"]) == (
         "silver", "positive", constraint, "drop")
     assert check["location"].startswith("test_rule_resolution.py:")
+    assert check["place"]["file"] == "test_rule_resolution.py"
+    # what sdp-expect run and dry-run show: one coded line with the dataset, the
+    # expectation, its file:line and Spark's reason; no other failure
+    output, shown = shown_by_default(result.events, definitions)
+    coded = [line for line in shown if "[SDPX-" in line]
+    assert len(coded) == 1, shown
+    assert coded[0].startswith(f"[SDPX-DEF-111] {check['location']}, dataset 'silver', "
+                               "expectation 'positive': Spark cannot analyse the constraint "
+                               f"{constraint!r}: "), coded
+    assert reason in coded[0]
+    if kind == "misspelled column":
+        assert "`amount`" in coded[0]  # Spark's suggestion
+    assert not any("Failed to resolve flow" in line for line in shown), shown
+    assert [rule.place for rule in output.rule_errors] == [
+        Location("test_rule_resolution.py", check["place"]["line"])]
 
 
 def test_a_broken_query_is_not_blamed_on_its_rules(make_pipeline: MakePipeline, tmp_path: Path,
