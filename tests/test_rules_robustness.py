@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from sdp_expect import rules
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.model import Action
-from sdp_expect.rules import MAX_DEPTH, MAX_FILE_BYTES, RuleFileError, load
+from sdp_expect.rules import MAX_DEPTH, MAX_FILE_BYTES, RuleFileError, document, load
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "rules"
 # SDPX_FUZZ_EXAMPLES=5000 runs a longer fuzz; the default keeps the suite fast.
@@ -448,7 +448,7 @@ def test_the_same_limits_hold_without_libyaml(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     expected = [(e.name, e.action) for e in load(FIXTURES / "same" / "list.yml")]
-    monkeypatch.setattr(rules, "_YamlLoader", rules._yaml_loader_class(libyaml=False))
+    monkeypatch.setattr(document, "_YamlLoader", document._yaml_loader_class(libyaml=False))
     assert [(e.name, e.action) for e in load(FIXTURES / "same" / "list.yml")] == expected
     hostile = {
         "deep.yml": "- " * 10_000 + "x\n",
@@ -477,7 +477,7 @@ def test_checking_stops_after_max_errors(tmp_path: Path) -> None:
 def test_yaml_documents_with_too_many_values(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(rules, "MAX_YAML_NODES", 50)
+    monkeypatch.setattr(document, "MAX_YAML_NODES", 50)
     path = tmp_path / "many.yml"
     path.write_text("- {name: a, constraint: a > 0}\n" * 10, encoding="utf-8")
     assert [e.name for e in rules.check_file(path).select()] == []  # 10 rules, 51 values

@@ -1,0 +1,423 @@
+"""The grammar of a rule file: walking a parsed document into rules and errors, in file order.
+
+``docs/rule-files.md`` describes the three formats (mapping, list, grouped),
+optionally under a top-level ``expectations:`` key. :class:`Reader` reports
+every mistake it meets and goes on, up to :data:`MAX_ERRORS`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from sdp_expect.errors import SdpExpectError
+from sdp_expect.model import Action, Expectation, make_expectation, parse_action
+from sdp_expect.rules.describe import describe, is_scalar, key_label, kind_of
+from sdp_expect.rules.document import Document
+from sdp_expect.rules.errors import RuleError, RuleFileError
+
+__all__ = ["MAX_ERRORS", "RuleEntry", "RuleFileCheck", "Reader", "StopReading"]
+
+MAX_ERRORS = 1000
+"""Checking a file stops after this many errors (a huge broken file must not exhaust memory)."""
+
+_GROUPS: dict[str, Action] = {
+    "expect": Action.WARN,
+    "expect_or_drop": Action.DROP,
+    "expect_or_fail": Action.FAIL,
+    "expect_all": Action.WARN,
+    "expect_all_or_drop": Action.DROP,
+    "expect_all_or_fail": Action.FAIL,
+}
+_TYPES: dict[str, Action] = {
+    "expect": Action.WARN,
+    "expect_or_drop": Action.DROP,
+    "expect_or_fail": Action.FAIL,
+}
+_WRAPPER = "expectations"
+_LIST_KEYS = ("name", "message", "constraint", "expression", "failureAction", "type", "tag",
+              "tags", "action")
+_MAPPING_KEYS = ("action", "name", "failureAction", "type")
+
+
+class StopReading(Exception):
+    """:data:`MAX_ERRORS` errors were found; the rest of the file is not checked."""
+
+
+@dataclass(frozen=True)
+class RuleEntry:
+    """One valid rule of a file and the tags it carries.
+
+    :param expectation: The rule.
+    :param tags: Its ``tag`` and ``tags`` values (empty outside the list format).
+    """
+
+    expectation: Expectation
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RuleFileCheck:
+    """What :func:`check_file` found in one file.
+
+    :param file: The file as the user named it.
+    :param rules: How many rules the file holds, valid or not.
+    :param entries: The valid rules, in file order.
+    :param errors: Every mistake, in file order; empty when the file is valid.
+    :param complete: False when checking stopped after :data:`MAX_ERRORS` errors.
+    :param warnings: Things that are not errors but probably mistakes, each a
+        sentence naming its rule: keys the grammar does not know, which are
+        ignored (a misspelt ``failureAction`` leaves the rule a warn rule).
+    """
+
+    file: str
+    rules: int
+    entries: tuple[RuleEntry, ...]
+    errors: tuple[RuleError, ...]
+    complete: bool = True
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when the file has no errors."""
+        return not self.errors
+
+    def select(self, tag: Optional[str] = None) -> list[Expectation]:
+        """The valid rules, keeping only those carrying ``tag`` when one is given.
+
+        :param tag: Keep rules whose ``tag`` equals it or whose ``tags`` hold it;
+            ``None`` keeps every rule.
+        """
+        return [e.expectation for e in self.entries if tag is None or tag in e.tags]
+
+    def raise_errors(self) -> None:
+        """Raise :class:`RuleFileError` listing every error, when the file has any."""
+        if self.errors:
+            raise RuleFileError(self.file, self.errors, complete=self.complete)
+
+
+class Reader:
+    """Walks a parsed document, collecting rules and errors in file order."""
+
+    def __init__(self, file: str, dataset: Optional[str], document: Document) -> None:
+        self.file = file
+        self.dataset = dataset
+        self.duplicates = document.duplicates
+        self.errors: list[RuleError] = []
+        self.entries: list[RuleEntry] = []
+        self.names: dict[str, tuple[int, str]] = {}
+        self.rules = 0
+        self.warnings: list[str] = []
+        self.group: Optional[str] = None
+
+    def error(self, code: str, detail: str, rule: Optional[str] = None,
+              fix: Optional[str] = None, expectation: Optional[str] = None) -> None:
+        """Record one error; stop reading once there are :data:`MAX_ERRORS`."""
+        self.errors.append(RuleError(code, detail, file=self.file, rule=rule,
+                                     dataset=self.dataset, expectation=expectation, fix=fix))
+        if len(self.errors) >= MAX_ERRORS:
+            raise StopReading
+
+    def not_text(self, what: str, value: object, rule: Optional[str], example: str) -> None:
+        """Report SDPX-VAL-008 for ``value``, which must be text.
+
+        :param what: What holds the value, e.g. ``'name'`` or ``'the constraint key'``.
+        :param example: How the quoted value is written, with ``{}`` for the value.
+        """
+        if is_scalar(value):
+            shown = describe(value)
+            noun = "key" if "key" in what else "value"
+            self.error("SDPX-VAL-008", f"{what} is {shown} ({kind_of(value)}), not text", rule,
+                       fix=f"quote the {noun} so that it is read as text: "
+                       + example.format(f'"{shown}"'))
+        else:
+            self.error("SDPX-VAL-008", f"{what} is {kind_of(value)}, not text", rule,
+                       fix="write it as one quoted string")
+
+    # -- the document ----------------------------------------------------------------
+
+    def read(self, data: Any) -> None:
+        if isinstance(data, dict) and _WRAPPER in data:
+            self.check_duplicates(data, None)
+            data = self.unwrap(data)
+            if data is None:
+                return
+        if isinstance(data, list):
+            self.read_list(data)
+        elif isinstance(data, dict) and data and all(
+            isinstance(k, str) and k in _GROUPS for k in data
+        ):
+            self.check_duplicates(data, None)
+            self.read_groups(data)
+        elif isinstance(data, dict):
+            self.read_mapping(data)
+        else:
+            self.error("SDPX-VAL-008", _not_a_document(data),
+                       fix="write a mapping (constraint: {action, name}) or a list of rules")
+
+    def unwrap(self, data: dict[Any, Any]) -> Any:
+        others = [k for k in data if k != _WRAPPER]
+        if others:
+            self.error("SDPX-VAL-008", f"beside 'expectations:' the document has other "
+                       f"top-level keys ({', '.join(describe(k) for k in others[:5])})",
+                       fix="put every rule under 'expectations:' and remove the other keys")
+        inner = data[_WRAPPER]
+        if isinstance(inner, (list, dict)):
+            return inner
+        self.error("SDPX-VAL-008", f"'expectations:' holds {describe(inner)}; it must hold "
+                   "a mapping or a list of rules",
+                   fix="put the rules under 'expectations:', indented, or remove the key")
+        return None
+
+    def check_duplicates(self, mapping: dict[Any, Any], rule: Optional[str]) -> None:
+        """Report keys written twice in a mapping that is not a list of rules (SDPX-VAL-009)."""
+        for dup in self.duplicates.get(id(mapping), []):
+            where = f" ({dup.where})" if dup.where else ""
+            self.error("SDPX-VAL-009", f"the key {describe(dup.key)} is written more than "
+                       f"once in one mapping{where}; only the last would be kept", rule,
+                       fix="remove or rename the repeated key")
+
+    def check_body(self, body: dict[Any, Any], rule: str, known: tuple[str, ...]) -> None:
+        """Check the mapping of one rule: no repeated keys, every key text.
+
+        A key that is not in ``known`` is ignored, as the grammar says nothing of
+        it, but recorded as a warning (with the known key it most resembles).
+        """
+        self.check_duplicates(body, rule)
+        for key in body:
+            if not isinstance(key, str):
+                self.not_text("the key", key, rule, "{}")
+            elif key not in known:
+                self.warnings.append(_unknown_key_warning(rule, key, known))
+
+    def repeated(self, mapping: dict[Any, Any]) -> dict[object, str]:
+        """The keys of a mapping of rules that are written more than once, with where."""
+        return {d.key: d.where for d in self.duplicates.get(id(mapping), [])}
+
+    def repeated_key(self, what: str, key: object, where: str, label: str) -> None:
+        lines = f" ({where})" if where else ""
+        self.error("SDPX-VAL-071", f"the {what} {describe(key)} is a key more than once"
+                   f"{lines}; a mapping keeps only the last, so a rule would be lost", label,
+                   fix=f"write each {what} once; to check one constraint under two names, "
+                   "use the list format")
+
+    # -- the list format -------------------------------------------------------------
+
+    def read_list(self, items: list[Any]) -> None:
+        for index, entry in enumerate(items, start=1):
+            self.rules += 1
+            label = f"rule {index}"
+            if not isinstance(entry, dict):
+                self.error("SDPX-VAL-008", f"the rule is {describe(entry)}, not a mapping",
+                           label, fix="write each list entry as a mapping with constraint "
+                           "and name, e.g. '- name: valid_id' / '  constraint: id IS NOT NULL'")
+                continue
+            self.read_list_entry(entry, label)
+
+    def read_list_entry(self, entry: dict[Any, Any], label: str) -> None:
+        before = len(self.errors)
+        self.check_body(entry, label, _LIST_KEYS)
+        action = self.list_action(entry, label)
+        constraint, bad_constraint = self.text_field(entry, ("constraint", "expression"), label)
+        name, bad_name = self.text_field(entry, ("name", "message"), label)
+        tags = self.tags(entry, label)
+        if not bad_constraint:
+            self.build(label, name, constraint, action, tags,
+                       ok=len(self.errors) == before, claim=not bad_name)
+
+    def list_action(self, entry: dict[Any, Any], label: str) -> Action:
+        if "action" in entry:
+            self.error("SDPX-VAL-006", "a list entry takes failureAction, not action (action "
+                       "belongs to the mapping format)", label,
+                       fix=f"write failureAction: {_action_hint(entry['action'])}")
+        chosen = None
+        failure = entry.get("failureAction")
+        if failure is not None:
+            chosen = self.parse_action(failure, "failureAction", label)
+        kind = entry.get("type")
+        if kind is not None:
+            typed = _TYPES.get(kind.strip().lower()) if isinstance(kind, str) else None
+            if typed is None:
+                self.error("SDPX-VAL-006", f"unknown type {describe(kind)}", label,
+                           fix="use type expect, expect_or_drop or expect_or_fail, or "
+                           "failureAction warn, drop or fail")
+            chosen = chosen or typed
+        return chosen or Action.WARN
+
+    def parse_action(self, value: object, key: str, label: str) -> Optional[Action]:
+        try:
+            return parse_action(value)
+        except SdpExpectError:
+            self.error("SDPX-VAL-006", f"unknown {key} {describe(value)}", label,
+                       fix=f"use {key}: warn, drop or fail")
+            return None
+
+    def text_field(self, entry: dict[Any, Any], keys: tuple[str, ...],
+                   label: str) -> tuple[Optional[str], bool]:
+        """The first of ``keys`` holding text, and whether any of them holds a non-text value.
+
+        A null value counts as absent.
+        """
+        found: Optional[str] = None
+        bad = False
+        for key in keys:
+            value = entry.get(key)
+            if value is None:
+                continue
+            if not isinstance(value, str):
+                self.not_text(key, value, label, key + ": {}")
+                bad = True
+            elif found is None:
+                found = value
+        return found, bad
+
+    def tags(self, entry: dict[Any, Any], label: str) -> tuple[str, ...]:
+        tags: list[str] = []
+        tag = entry.get("tag")
+        if tag is not None and not isinstance(tag, str):
+            self.not_text("tag", tag, label, "tag: {}")
+        elif tag is not None:
+            tags.append(tag)
+        many = entry.get("tags")
+        if many is None:
+            return tuple(tags)
+        if not isinstance(many, list) or not all(isinstance(t, str) for t in many):
+            self.error("SDPX-VAL-008", f"tags is {kind_of(many)}; it must be a list of text",
+                       label, fix="write tags as a list of strings, e.g. tags: [finance, daily]")
+            return tuple(tags)
+        return tuple(tags + many)
+
+    # -- the mapping format ----------------------------------------------------------
+
+    def read_mapping(self, mapping: dict[Any, Any]) -> None:
+        repeated = self.repeated(mapping)
+        for key, body in mapping.items():
+            self.rules += 1
+            label = key_label(key)
+            before = len(self.errors)
+            if key in repeated:
+                self.repeated_key("constraint", key, repeated[key], label)
+            if not isinstance(key, str):
+                self.not_text("the constraint key", key, label, "{}")
+            action, name, bad_name = self.mapping_body(body, label)
+            if isinstance(key, str):
+                self.build(label, name, key, action, (), ok=len(self.errors) == before,
+                           claim=not bad_name)
+
+    def mapping_body(self, body: Any, label: str) -> tuple[Action, Optional[str], bool]:
+        """The action and name of a mapping-format rule, and whether the name is invalid."""
+        if body is None:
+            return Action.WARN, None, False
+        if not isinstance(body, dict):
+            hint = f" such as {{action: {_action_hint(body)}}}" if isinstance(body, str) else ""
+            self.error("SDPX-VAL-008", f"the rule's value is {describe(body)}, not a mapping",
+                       label, fix=f"in the mapping format the key is the constraint and the "
+                       f"value a mapping{hint} with action and name, or nothing")
+            return Action.WARN, None, False
+        self.check_body(body, label, _MAPPING_KEYS)
+        for wrong in ("failureAction", "type"):
+            if wrong in body:
+                self.error("SDPX-VAL-006", f"the mapping format takes action, not {wrong} "
+                           f"({wrong} belongs to the list format)", label,
+                           fix=f"write action: {_action_hint(body[wrong])}")
+        action = body.get("action")
+        parsed = Action.WARN if action is None else self.parse_action(action, "action", label)
+        name, bad_name = self.text_field(body, ("name",), label)
+        return parsed or Action.WARN, name, bad_name
+
+    # -- the grouped format ----------------------------------------------------------
+
+    def read_groups(self, groups: dict[str, Any]) -> None:
+        for group, rules in groups.items():
+            if not isinstance(rules, dict):
+                self.error("SDPX-VAL-008", f"the group holds {describe(rules)}; it must be "
+                           "a mapping of name to constraint", f"group {group!r}",
+                           fix=f"write {group}: {{name: constraint, ...}}")
+                continue
+            self.group = group
+            self.read_group(rules, _GROUPS[group])
+
+    def read_group(self, rules: dict[Any, Any], action: Action) -> None:
+        repeated = self.repeated(rules)
+        for name, constraint in rules.items():
+            self.rules += 1
+            label = key_label(name)
+            before = len(self.errors)
+            if name in repeated:
+                self.repeated_key("name", name, repeated[name], label)
+            if not isinstance(name, str):
+                self.not_text("the name key", name, label, "{}")
+            if constraint is not None and not isinstance(constraint, str):
+                self.not_text("the constraint", constraint, label, "name: {}")
+            elif isinstance(name, str):
+                self.build(label, name, constraint, action, (), ok=len(self.errors) == before)
+
+    # -- one rule --------------------------------------------------------------------
+
+    def build(self, label: str, name: Optional[str], constraint: Optional[str],
+              action: Action, tags: tuple[str, ...], *, ok: bool, claim: bool = True) -> None:
+        """Check one rule's parts and keep it when the whole rule is valid.
+
+        :param name: ``None`` names the rule by its constraint.
+        :param constraint: ``None`` when the rule has none (SDPX-VAL-001).
+        :param ok: False when an error was already reported for this rule.
+        :param claim: False when the name was invalid: skip the duplicate-name check.
+        """
+        if constraint is None or not constraint.strip():
+            missing = "no constraint" if constraint is None else "an empty constraint"
+            self.error("SDPX-VAL-001", f"the rule has {missing}", label,
+                       fix="add constraint: followed by a Spark SQL boolean expression, "
+                       "e.g. constraint: \"amount >= 0\"", expectation=name)
+            return
+        name = constraint if name is None else name
+        try:
+            expectation = make_expectation(name, constraint, action, dataset=self.dataset,
+                                           origin=f"{self.file}, {label}")
+        except SdpExpectError as exc:
+            self.error(exc.code, exc.detail, label, exc.fix, exc.expectation)
+            ok = False
+        unique = self.claim(name, label) if claim else True
+        if ok and unique:
+            self.entries.append(RuleEntry(expectation, tags))
+
+    def claim(self, name: str, label: str) -> bool:
+        """Record ``name`` for the current rule; report SDPX-VAL-071 when an earlier rule has it."""
+        where = label if self.group is None else f"{label} of group {self.group!r}"
+        first, first_where = self.names.setdefault(name, (self.rules, where))
+        if first == self.rules:
+            return True
+        self.error("SDPX-VAL-071", f"the name {describe(name)} is already used by {first_where}",
+                   label, expectation=name,
+                   fix="give each rule of the file its own name")
+        return False
+
+
+def _not_a_document(data: object) -> str:
+    if data is None:
+        return "the file holds no rules (it is empty, only comments, or null)"
+    return f"the document is {describe(data)}, neither a mapping nor a list"
+
+
+def _action_hint(value: object) -> str:
+    """The action to suggest in a fix: the value itself when it is a known action."""
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in {a.value for a in Action}:
+            return lowered
+        if lowered in _TYPES:
+            return _TYPES[lowered].value
+    return "warn, drop or fail"
+
+
+
+def _unknown_key_warning(rule: str, key: str, known: tuple[str, ...]) -> str:
+    """The warning for a rule key the grammar does not know (it is ignored).
+
+    :param rule: The rule, e.g. ``'rule 3'``.
+    :param key: The unknown key.
+    :param known: The keys this format knows.
+    """
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(known)}"
+    return f"{rule}: the key {key!r} is not part of the grammar and is ignored{hint}"
