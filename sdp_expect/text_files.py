@@ -70,9 +70,8 @@ def read_text(
     :param universal_newlines: Read ``\\r\\n`` and a lone ``\\r`` as ``\\n``.
     :raises TextFileProblem: when the file cannot be read as text.
     """
-    file = Path(path)
     try:
-        info = file.stat()
+        info = os.stat(path)  # not Path(path).stat(): Path('') is '.', and 'f/' loses its '/'
     except FileNotFoundError as exc:
         raise TextFileProblem("missing", os_reason(exc)) from None
     except (OSError, ValueError) as exc:
@@ -83,7 +82,7 @@ def read_text(
         raise TextFileProblem("not_regular")
     if max_bytes is not None and info.st_size > max_bytes:
         raise TextFileProblem("too_big", size=info.st_size)
-    raw = _read_bytes(file, max_bytes)
+    raw = _read_bytes(Path(path), max_bytes)
     if reject_binary:
         _check_binary(raw)
     body = raw[len(_BOM):] if raw.startswith(_BOM) else raw

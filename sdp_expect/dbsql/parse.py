@@ -34,7 +34,6 @@ Nothing here imports pyspark.
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
@@ -59,6 +58,7 @@ from sdp_expect.model import Action, DatasetRules, QuarantineSpec, make_expectat
 from sdp_expect.plan import Where, auto_cdc_target_error
 from sdp_expect.spark_version import AUTO_CDC_IN_SQL, spark_has
 from sdp_expect.sqltokens import SqlTokenError, Token, TokenKind, is_keyword, matching_paren
+from sdp_expect.text_files import TextFileProblem, read_text
 
 __all__ = [
     "DATABRICKS_ONLY_FUNCTIONS",
@@ -279,18 +279,17 @@ def read_file(path: str, shown: str) -> str:
     """A SQL file's text (UTF-8, a byte order mark dropped), or SDPX-SQL-305.
 
     Only a regular file is opened (a named pipe or a device would block or never end).
+    It is read as it always was (see :func:`~sdp_expect.text_files.read_text`): of
+    any size, NUL bytes kept, and line ends read as ``\\n``.
 
     :param path: The file to open.
     :param shown: The file as shown in messages.
     """
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise SdpExpectError("SDPX-SQL-305", f"cannot read {shown}: not a regular file",
-                                 location=Location(shown))
-        with open(path, encoding="utf-8-sig") as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        return read_text(path, reject_binary=False, universal_newlines=True)
+    except TextFileProblem as problem:
+        reason = "not a regular file" if problem.kind in ("directory", "not_regular") \
+            else problem.detail
         raise SdpExpectError("SDPX-SQL-305", f"cannot read {shown}: {reason}",
                              location=Location(shown)) from None
 
