@@ -59,7 +59,7 @@ class RuleEntry:
 
 @dataclass(frozen=True)
 class RuleFileCheck:
-    """What :func:`check_file` found in one file.
+    """What :func:`~sdp_expect.rules.check_file` found in one file.
 
     :param file: The file as the user named it.
     :param rules: How many rules the file holds, valid or not.
