@@ -20,5 +20,12 @@ echo "== sdp-expect run in examples/$example (pyspark $(python -c 'import pyspar
 status=0
 sdp-expect run || status=$?
 echo "== the tables"
-python ../../scripts/show_tables.py .
+# Spark's own start-up lines (JVM and log4j warnings) are shown only if reading fails.
+log=$(mktemp)
+if ! python ../../scripts/show_tables.py . 2>"$log"; then
+  cat "$log" >&2
+  rm -f "$log"
+  exit 1
+fi
+rm -f "$log"
 exit $status
