@@ -101,6 +101,16 @@ def test_a_successful_run_shows_events_and_summary_only(dry_run: Any, example_ru
     assert Path(document["log"]).parent == example / ".sdp-expect" / "logs"
 
 
+def test_report_shows_the_summary_only(report: tuple[Any, Path]) -> None:
+    """``report`` reads the tables with a Spark process of its own: none of that
+    process's warnings reach the user."""
+    done, _ = report
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "== Data quality" in done.stdout
+    for noise in (*NOISE, "log4j", "WARNING"):
+        assert noise not in done.stdout + done.stderr, (noise, done.stdout + done.stderr)
+
+
 def test_run_summary_equals_the_metrics_tables(example_run: Any, example: Path,
                                                elsewhere: Path,
                                                tables: dict[str, list[dict[str, Any]]]) -> None:
