@@ -190,6 +190,8 @@ def library_files(spec: Path, suffix: str) -> list[Path]:
         try:
             matches = sorted(folder.glob(pattern))
         except (ValueError, NotImplementedError):
+            # pathlib refuses an absolute or empty pattern (NotImplementedError,
+            # ValueError): spark-pipelines rejects such a library too, and says so
             continue
         files.extend(p for p in matches if p.is_file() and p.suffix == suffix
                      and "__pycache__" not in p.parts and p not in files)

@@ -249,7 +249,8 @@ def _capture_module() -> Any:
 
 @pytest.mark.cli
 @pytest.mark.timeout(1800)
-@pytest.mark.skipif(SPARK < NEWEST, reason="one true run, on the newest Spark line only")
+@pytest.mark.skipif(SPARK < NEWEST, reason="one true run, on the newest Spark line only (CI time); "
+                    "the real output of every line is replayed by the tests above")
 def test_a_failing_streaming_table_is_one_violation_in_run_and_report(tmp_path: Path) -> None:
     project = _capture_module().write_project(tmp_path / "project", "streaming")
     run = sdp_expect("run", cwd=project)
