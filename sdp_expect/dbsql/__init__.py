@@ -1,6 +1,6 @@
 """Databricks SQL pipeline files, translated to open-source SDP SQL.
 
-Four steps, each in its own module:
+Four steps, each in its own module (the third in a few):
 
 * :mod:`sdp_expect.sqltokens` scans the text into tokens (quotes, comments,
   nesting);
@@ -10,7 +10,12 @@ Four steps, each in its own module:
   and ``migrate`` read;
 * :mod:`sdp_expect.dbsql.parse` reads the tokens into the statement model of
   :mod:`sdp_expect.dbsql.statements` (expectations become the one
-  :class:`~sdp_expect.model.DatasetRules` model);
+  :class:`~sdp_expect.model.DatasetRules` model), with the readers of
+  :mod:`~sdp_expect.dbsql.statement_reader` (one statement),
+  :mod:`~sdp_expect.dbsql.dataset_clauses` (a dataset's ``CONSTRAINT ...
+  EXPECT`` and other clauses), :mod:`~sdp_expect.dbsql.table_properties`
+  (its ``sdp_expect.*`` properties) and the token cursor they share
+  (:mod:`~sdp_expect.dbsql.cursor`);
 * :mod:`sdp_expect.dbsql.render` writes open-source SQL: the plan of
   :mod:`sdp_expect.plan` for every dataset with expectations, each flow's
   logic as :mod:`sdp_expect.compiler` writes it.

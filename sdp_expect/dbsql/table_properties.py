@@ -1,0 +1,133 @@
+"""The ``sdp_expect.*`` table properties of a dataset statement.
+
+A ``TBLPROPERTIES`` entry whose key starts with ``sdp_expect.`` is taken by
+sdp-expect (quarantine, metrics, a rule file and its tag) and left out of the
+table's properties; any other entry is kept as written. An ``sdp_expect.*``
+key sdp-expect does not know, or one without a value, is SDPX-SQL-304.
+
+Internal to :mod:`sdp_expect.dbsql`, whose reader starts in
+:mod:`sdp_expect.dbsql.parse`. Nothing here imports pyspark.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Optional, Sequence
+
+from sdp_expect import rules as rule_files
+from sdp_expect.dbsql.cursor import _Cursor, _is_name_part, _shown
+from sdp_expect.dbsql.findings import Findings, RuleFileUse
+from sdp_expect.dbsql.statements import DatasetStatement, Position
+from sdp_expect.errors import SdpExpectError
+from sdp_expect.model import QuarantineSpec
+from sdp_expect.sqltokens import Token, TokenKind
+
+__all__: list[str] = []
+
+_SQL_304 = "SDPX-SQL-304"
+
+_BOOLEAN = {"true": True, "false": False}
+_KNOWN_KEYS = ("sdp_expect.quarantine", "sdp_expect.quarantine.name", "sdp_expect.metrics",
+               "sdp_expect.rules", "sdp_expect.rules.tag")
+
+
+class _Properties:
+    """The ``sdp_expect.*`` table properties of one dataset, collected then applied."""
+
+    def __init__(self) -> None:
+        self.quarantine: Optional[bool] = None
+        self.quarantine_name: Optional[str] = None
+        self.metrics: Optional[bool] = None
+        self.rules: Optional[str] = None
+        self.rules_at: Optional[Position] = None
+        self.tag: Optional[str] = None
+
+    def read(self, cursor: _Cursor, prop: Sequence[Token], statement: DatasetStatement) -> None:
+        """Read one ``key [=] value`` entry: keep it for the table, or take it for sdp-expect.
+
+        :param cursor: The statement's tokens.
+        :param prop: The entry's tokens.
+        :param statement: The dataset being read.
+        """
+        dataset = statement.name.dataset
+        index = 0
+        if prop[0].kind is TokenKind.STRING:
+            key = prop[0].value
+            index = 1
+        else:
+            parts = []
+            while index < len(prop) and _is_name_part(prop[index]):
+                parts.append(prop[index].value)
+                index += 1
+                if index < len(prop) and prop[index].kind is TokenKind.DOT:
+                    index += 1
+                else:
+                    break
+            if not parts:
+                raise cursor.error(prop[0], f"expected a property key, found {_shown(prop[0])}",
+                                   dataset=dataset)
+            key = ".".join(parts)
+        if index < len(prop) and prop[index].kind is TokenKind.OPERATOR and prop[index].text == "=":
+            index += 1
+        rest = prop[index:]
+        if len(rest) > 1:
+            raise cursor.error(rest[1], f"unexpected {_shown(rest[1])} in the property {key!r}",
+                               dataset=dataset)
+        value = None if not rest else rest[0].value
+        if not key.lower().startswith("sdp_expect."):
+            statement.table_properties.append(cursor.text(prop[0], prop[-1]))
+            return
+        statement.checked = True
+        where = cursor.position(prop[0])
+        self._take(key.lower(), value, where, dataset)
+
+    def _take(self, key: str, value: Optional[str], where: Position, dataset: str) -> None:
+        def problem(detail: str) -> SdpExpectError:
+            return SdpExpectError(_SQL_304, detail, dataset=dataset, location=where.at_column())
+
+        if key not in _KNOWN_KEYS:
+            raise problem(f"unknown table property {key!r}")
+        if value is None or not value.strip():
+            raise problem(f"the table property {key!r} needs a value")
+        if key in ("sdp_expect.quarantine", "sdp_expect.metrics"):
+            flag = _BOOLEAN.get(value.strip().lower())
+            if flag is None:
+                raise problem(f"{key} = {value!r} is not 'true' or 'false'")
+            if key == "sdp_expect.quarantine":
+                self.quarantine = flag
+            else:
+                self.metrics = flag
+        elif key == "sdp_expect.quarantine.name":
+            self.quarantine_name = value.strip()
+        elif key == "sdp_expect.rules":
+            self.rules = value
+            self.rules_at = where
+        else:
+            self.tag = value
+
+    def apply(self, statement: DatasetStatement, base_dir: Optional[str],
+              findings: Optional[Findings] = None) -> None:
+        """Set the per-dataset options, then append the rule file's rules (after CONSTRAINTs).
+
+        :param statement: The dataset read.
+        :param base_dir: Where a relative rule-file path starts.
+        :param findings: Where the rule file is recorded as checked, when given.
+        :raises RuleFileError: listing every error of the rule file.
+        """
+        rules = statement.rules
+        if self.quarantine_name is not None:
+            rules.quarantine = QuarantineSpec(name=self.quarantine_name)
+        elif self.quarantine:
+            rules.quarantine = QuarantineSpec()
+        rules.metrics = self.metrics
+        if self.tag is not None and self.rules is None:
+            raise SdpExpectError(_SQL_304, "'sdp_expect.rules.tag' without 'sdp_expect.rules'",
+                                 dataset=rules.dataset, location=statement.position.at_line())
+        if self.rules is not None:
+            folder = base_dir if base_dir is not None else os.getcwd()
+            checked = rule_files.check_file(self.rules, base_dir=folder, dataset=rules.dataset)
+            if findings is not None:
+                findings.rule_files.append(RuleFileUse(
+                    checked, folder, self.rules_at or statement.position, rules.dataset))
+            checked.raise_errors()
+            rules.extend(checked.select(self.tag))
