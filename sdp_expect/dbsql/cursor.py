@@ -26,11 +26,11 @@ _SQL_302 = "SDPX-SQL-302"
 
 
 class _Cursor:
-    """The tokens of one statement, read left to right.
+    """The tokens of one statement (no comments, no ``;``), read left to right.
 
-    :param tokens: The statement's tokens (no comments, no ``;``).
-    :param source: The whole file's text.
-    :param file: The file as shown to the user.
+    ``source`` is the whole file's text, which the tokens' offsets point into, so
+    that what is kept is cut from it as written; ``file`` is the file as shown to
+    the user, for the place of each error.
     """
 
     def __init__(self, tokens: Sequence[Token], source: str, file: str) -> None:
@@ -98,20 +98,16 @@ class _Cursor:
         )
 
     def text(self, first: Token, last: Token) -> str:
-        """The source from ``first`` to ``last`` as written, ``LIVE.`` qualifiers removed.
-
-        :param first: The first token (of this statement).
-        :param last: The last token.
-        """
+        """The source from ``first`` to ``last`` (tokens of this statement) as written,
+        ``LIVE.`` qualifiers removed: user text is kept byte for byte, except what open
+        source cannot read."""
         start = self.tokens.index(first)
         end = self.tokens.index(last)
         return _without_live(self.source, self.tokens[start:end + 1])
 
     def matching(self, open_index: int) -> int:
-        """Index of the ``)`` that closes the ``(`` at ``open_index`` (SDPX-SQL-302 if none).
-
-        :param open_index: Index of a ``(`` in this statement.
-        """
+        """Index of the ``)`` that closes the ``(`` at token index ``open_index``, so that a
+        list is read as one piece; SDPX-SQL-302 at the ``(`` when none closes it."""
         depth = 0
         for index in range(open_index, len(self.tokens)):
             kind = self.tokens[index].kind
@@ -125,10 +121,8 @@ class _Cursor:
 
 
 def _shown(token: Optional[Token]) -> str:
-    """``'token'`` for a message, or where the statement ends.
-
-    :param token: The token found, None at the end of the statement.
-    """
+    """``'token'`` for a message, or "the end of the statement" for None: an error says
+    what it found, even when nothing is left to find."""
     return "the end of the statement" if token is None else f"'{token.text}'"
 
 
@@ -136,18 +130,13 @@ def _shown(token: Optional[Token]) -> str:
 
 
 def _is_name_part(token: Token) -> bool:
-    """Whether ``token`` can be a part of a name (bare or in backticks).
-
-    :param token: The token.
-    """
+    """Whether ``token`` can be a part of a name: a part may be bare or in backticks."""
     return token.kind in (TokenKind.IDENT, TokenKind.QUOTED_IDENT)
 
 
 def _live_spans(tokens: Sequence[Token]) -> list[tuple[int, int]]:
-    """Source spans of ``LIVE .`` qualifiers in front of a name (never ``x.live.y``).
-
-    :param tokens: Consecutive tokens of a statement.
-    """
+    """Source spans of the ``LIVE .`` qualifiers in front of names among consecutive tokens;
+    never the ``live`` of ``x.live.y``, which is a part of the user's name."""
     spans = []
     for index in range(len(tokens) - 2):
         token = tokens[index]
@@ -160,22 +149,14 @@ def _live_spans(tokens: Sequence[Token]) -> list[tuple[int, int]]:
 
 
 def _without_live(source: str, tokens: Sequence[Token]) -> str:
-    """The source of ``tokens`` as written, with ``LIVE.`` qualifiers cut out.
-
-    :param source: The file's text.
-    :param tokens: Consecutive tokens of a statement.
-    """
+    """The source of consecutive ``tokens`` as written, with ``LIVE.`` qualifiers cut out:
+    open source has no ``LIVE`` schema, and a pipeline's names need none."""
     return _cut(source, tokens[0].start, tokens[-1].end, _live_spans(tokens))
 
 
 def _cut(source: str, start: int, end: int, spans: Sequence[tuple[int, int]]) -> str:
-    """``source[start:end]`` without the ``spans``.
-
-    :param source: The file's text.
-    :param start: Where the piece starts.
-    :param end: Where it ends.
-    :param spans: ``(start, end)`` pieces to leave out, inside ``start:end``.
-    """
+    """``source[start:end]`` without the ``(start, end)`` offset ``spans`` inside it:
+    cutting by offsets keeps every other character as written."""
     pieces = []
     position = start
     for span_start, span_end in sorted(spans):
@@ -186,11 +167,10 @@ def _cut(source: str, start: int, end: int, spans: Sequence[tuple[int, int]]) ->
 
 
 def _split_top_level(tokens: Sequence[Token]) -> list[tuple[list[Token], Optional[Token]]]:
-    """Split at commas outside parentheses, brackets and type angle brackets.
-
-    :param tokens: The tokens inside a parenthesised list.
-    :returns: Each element with the comma that ends it (None for the last).
-    """
+    """The elements of a parenthesised list (the tokens inside it), split at the commas
+    outside parentheses, brackets and type angle brackets (``MAP<STRING, INT>`` is one
+    element), each with the comma that ends it (None for the last), so that an empty
+    element's error points at its comma."""
     elements: list[tuple[list[Token], Optional[Token]]] = []
     current: list[Token] = []
     depth = 0

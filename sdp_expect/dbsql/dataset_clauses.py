@@ -28,11 +28,10 @@ __all__: list[str] = []
 
 def _read_constraint(cursor: _Cursor, statement: DatasetStatement, element: Sequence[Token],
                      end: Token) -> None:
-    """``CONSTRAINT name EXPECT (expr) [ON VIOLATION ...]``: one more rule.
+    """``CONSTRAINT name EXPECT (expr) [ON VIOLATION ...]``: one more rule of the dataset.
 
-    :param statement: The dataset being read.
-    :param element: The clause's tokens.
-    :param end: The ``,`` or ``)`` after it.
+    ``end`` is the ``,`` or ``)`` after the clause's tokens, where a clause that
+    stops too early is reported.
     """
     dataset = statement.name.dataset
     keyword = element[2]
@@ -73,11 +72,9 @@ def _read_constraint(cursor: _Cursor, statement: DatasetStatement, element: Sequ
 
 
 def _first_mismatch(rest: Sequence[Token], end: Token) -> Token:
-    """The first token that no ``ON VIOLATION ...`` clause allows there (``end`` if too short).
-
-    :param rest: The tokens after a constraint's closing parenthesis.
-    :param end: The ``,`` or ``)`` after them.
-    """
+    """Where an ``ON VIOLATION ...`` clause (the tokens after a constraint's closing
+    parenthesis) goes wrong, so that the error points at the first word no clause allows
+    there, or at the ``,`` or ``)`` after it when the clause is cut short."""
     expected = [("ON",), ("VIOLATION",), ("DROP", "FAIL")]
     for index, token in enumerate(rest):
         if index < len(expected):
@@ -92,10 +89,8 @@ def _first_mismatch(rest: Sequence[Token], end: Token) -> Token:
 
 
 def _read_clause(cursor: _Cursor, statement: DatasetStatement, properties: _Properties) -> None:
-    """One clause between the name (or column list) and ``AS``.
-
-    :param statement: The dataset being read.
-    :param properties: Its ``sdp_expect.*`` properties so far."""
+    """One clause between the name (or column list) and ``AS``; ``sdp_expect.*`` entries of
+    ``TBLPROPERTIES`` go to ``properties``, applied once the whole statement is read."""
     token = cursor.tokens[cursor.i]
     dataset = statement.name.dataset
     if cursor.at("COMMENT"):
@@ -146,10 +141,8 @@ def _read_clause(cursor: _Cursor, statement: DatasetStatement, properties: _Prop
 
 
 def _parenthesised(cursor: _Cursor, clause: str, dataset: str) -> str:
-    """A ``( ... )`` list as written.
-
-    :param clause: The clause it belongs to, for messages.
-    :param dataset: The dataset, for messages."""
+    """A ``( ... )`` list as written; the ``clause`` it belongs to and the ``dataset``
+    name its error."""
     token = cursor.peek()
     if token is None or token.kind is not TokenKind.LPAREN:
         raise cursor.error(token, f"expected '(' after {clause}, found {_shown(token)}",

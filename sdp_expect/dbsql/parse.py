@@ -167,12 +167,8 @@ def check(text: str, file: str, *, base_dir: Optional[str] = None,
 
 
 def _split(text: str, file: str) -> SplitFile:
-    """The file's statements (:func:`sdp_expect.dbsql.split.split`); SDPX-SQL-302 for an
-    unclosed quote or comment.
-
-    :param text: The file's content.
-    :param file: The file as shown in messages.
-    """
+    """The file's statements (:func:`sdp_expect.dbsql.split.split`); an unclosed quote or
+    comment becomes SDPX-SQL-302 at its start, since no statement after it can be read."""
     try:
         return split(text, file)
     except SqlTokenError as error:

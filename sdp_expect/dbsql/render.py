@@ -207,10 +207,8 @@ class Translation:
 
 
 def _first_line(message: str) -> str:
-    """The first line of Spark's error message, without SQLSTATE and position.
-
-    :param message: The message.
-    """
+    """The first line of Spark's error message, without SQLSTATE and position: the coded
+    error gives the place in the Databricks SQL file instead."""
     for line in message.splitlines():
         line = line.strip()
         if line:
@@ -221,10 +219,8 @@ def _first_line(message: str) -> str:
 
 
 class _Writer:
-    """Accumulates the translation's text and where each statement is.
-
-    :param file: The Databricks SQL file, as shown to the user.
-    """
+    """Accumulates the translation's text and where each statement is, so that Spark's
+    errors about the text can be mapped back to the Databricks SQL ``file``."""
 
     def __init__(self, file: str) -> None:
         self.file = file
@@ -247,12 +243,9 @@ class _Writer:
         self._write("\n")
 
     def statement(self, text: str, origin: Position, query: Optional[SqlText] = None) -> None:
-        """Write one statement and its ``;``, noting where it is and where it came from.
-
-        :param text: The statement, without ``;``.
-        :param origin: The Databricks SQL statement it comes from.
-        :param query: The user query it repeats verbatim, if any.
-        """
+        """Write one statement (``text``, without ``;``) and its ``;``, noting where it is and
+        the Databricks SQL statement it comes from; when it repeats the user's ``query``
+        verbatim, an error inside the query maps to the user's own line."""
         first_line = self.line
         query_line = None
         if query is not None:
@@ -342,12 +335,7 @@ class Translator:
 
     # -- SET, USE and the rest ------------------------------------------------------------
     def _set(self, statement: SetStatement, scope: _FileScope, out: _Writer) -> None:
-        """A ``SET``: ``sdp_expect.*`` keys change the file's settings; others pass on.
-
-        :param statement: The statement.
-        :param scope: The file's settings.
-        :param out: Where the translation goes.
-        """
+        """A ``SET``: ``sdp_expect.*`` keys change the file's settings; others pass on."""
         key, value = statement.key, statement.value
         if key is not None and value is not None and key.lower().startswith("sdp_expect."):
             raw = _unquoted(value)
@@ -368,11 +356,8 @@ class Translator:
         out.statement(statement.text, statement.position)
 
     def _pass_through(self, statement: PassThrough, out: _Writer) -> None:
-        """Any other statement, as written; an Auto CDC flow's target is recorded.
-
-        :param statement: The statement.
-        :param out: Where the translation goes.
-        """
+        """Any other statement, as written; an Auto CDC flow's target is recorded, so that
+        expectations on it are refused (SDPX-DEF-108)."""
         target = statement.flow_target
         if target is not None:
             plan_auto_cdc_flow(target, state=self.state, where=_where(statement.position))
@@ -380,12 +365,7 @@ class Translator:
 
     # -- datasets -------------------------------------------------------------------------
     def _dataset(self, statement: DatasetStatement, scope: _FileScope, out: _Writer) -> None:
-        """A dataset, with its companions when it has expectations (``_define_dataset``).
-
-        :param statement: The dataset.
-        :param scope: The file's settings.
-        :param out: Where the translation goes.
-        """
+        """A dataset, with its companions when it has expectations (``_define_dataset``)."""
         name = statement.name
         rules = statement.rules
         kind = statement.type.kind
@@ -411,12 +391,7 @@ class Translator:
 
     def _declared_table(self, statement: DatasetStatement, scope: _FileScope,
                         out: _Writer) -> None:
-        """A streaming table without a query, which flows write: ``create_streaming_table``.
-
-        :param statement: The table.
-        :param scope: The file's settings.
-        :param out: Where the translation goes.
-        """
+        """A streaming table without a query, which flows write: ``create_streaming_table``."""
         plan = plan_declared_table(statement.rules, scope.options, state=self.state,
                                    where=_where(statement.position), format=statement.using)
         if plan is None:
@@ -427,12 +402,7 @@ class Translator:
 
     # -- flows ----------------------------------------------------------------------------
     def _flow(self, statement: FlowStatement, scope: _FileScope, out: _Writer) -> None:
-        """A flow; into a table with expectations, with its companion flows (``append_flow``).
-
-        :param statement: The flow.
-        :param scope: The file's settings.
-        :param out: Where the translation goes.
-        """
+        """A flow; into a table with expectations, with its companion flows (``append_flow``)."""
         target = statement.target
         plan = plan_append_flow(target.dataset, statement.name.dataset, state=self.state)
         comment = f" COMMENT {statement.comment}" if statement.comment else ""
@@ -455,16 +425,11 @@ class Translator:
         rules between a ``SET`` of no retries and a ``SET`` back; then the metrics
         counted from a record log (no fail check there), then the check views.
 
-        :param plan: The plan.
-        :param flow: The name of the flow whose query is ``query`` (the dataset's,
-            for a dataset's own).
-        :param table: The dataset the plan is of.
-        :param query: The user's query; None for a table declared without one.
-        :param head: The statement of the dataset itself (or of the flow into it),
-            up to where its query goes.
-        :param origin: The Databricks SQL statement it comes from.
-        :param scope: The file's settings.
-        :param out: Where the translation goes.
+        ``table`` is the dataset the plan is of; ``flow`` names the flow whose query is
+        ``query`` (the dataset's name, for a dataset's own query; no query for a table
+        declared without one); ``head`` is the statement of the dataset itself (or of
+        the flow into it) up to where its query goes. Every statement names ``origin``,
+        the Databricks SQL statement, so that Spark's errors map back to it.
         """
         source = _source(query) if query is not None else ""
         first: list[tuple[str, Optional[SqlText]]] = []
@@ -498,10 +463,7 @@ class Translator:
 
 
 def _where(position: Position) -> Where:
-    """Where a statement is, for the planner's errors (worded for SQL).
-
-    :param position: The statement's position.
-    """
+    """Where a statement is, for the planner's errors (worded for SQL)."""
     return Where(position.at_line(), sql=True)
 
 
@@ -511,13 +473,10 @@ _KEYWORDS = {DatasetKind.MATERIALIZED_VIEW: "MATERIALIZED VIEW",
 
 
 def _dataset_sql(spec: DatasetSpec, table: Name, head: str, source: str) -> str:
-    """One dataset of a plan as a ``CREATE`` statement.
-
-    :param spec: The dataset.
-    :param table: The name of the dataset the plan is of.
-    :param head: The statement of the dataset itself, up to where its query goes.
-    :param source: The user's query as a relation.
-    """
+    """One dataset of the plan of ``table`` as a ``CREATE`` statement: the dataset itself
+    is ``head`` (its statement up to where its query goes) with its query over
+    ``source``, the user's query as a relation; a companion is written as a sibling of
+    ``table`` (:meth:`~sdp_expect.dbsql.statements.Name.sibling`)."""
     flow = spec.query
     if spec.role is Role.TARGET:
         return head if flow is None else f"{head}{flow.select(source)}"
@@ -533,14 +492,9 @@ def _dataset_sql(spec: DatasetSpec, table: Name, head: str, source: str) -> str:
 
 
 def _flow_sql(spec: FlowSpec, flow: Name, table: Name, head: str, source: str) -> str:
-    """One flow of a plan as a ``CREATE FLOW`` statement.
-
-    :param spec: The flow.
-    :param flow: The name of the flow whose query is the user's.
-    :param table: The name of the dataset the plan is of.
-    :param head: The statement of the user's flow, up to where its query goes.
-    :param source: The user's query as a relation.
-    """
+    """One flow of the plan of ``table`` as a ``CREATE FLOW`` statement: the user's own
+    ``flow`` is ``head`` (its statement up to where its query goes) over ``source``, the
+    user's query as a relation; a companion flow is written as a sibling of ``flow``."""
     if spec.step is Step.TARGET:
         return f"{head}{spec.select(source)}"
     return (f"CREATE FLOW {flow.sibling(spec.name)}\n"
@@ -549,10 +503,8 @@ def _flow_sql(spec: FlowSpec, flow: Name, table: Name, head: str, source: str) -
 
 
 def _unquoted(value: str) -> str:
-    """A ``SET`` value without the quotes around it.
-
-    :param value: The value as written.
-    """
+    """A ``SET`` value as written, without the quotes around it: ``'true'`` and ``true``
+    set the same."""
     value = value.strip()
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
         return value[1:-1]
@@ -560,18 +512,13 @@ def _unquoted(value: str) -> str:
 
 
 def _source(query: SqlText) -> str:
-    """The user's query as a relation: a line break after it ends any ``--`` comment.
-
-    :param query: The query.
-    """
+    """The user's query as a relation: a line break after it ends any ``--`` comment."""
     return f"(\n{query.text}\n) AS {SOURCE_ALIAS}"
 
 
 def _head(statement: DatasetStatement) -> str:
-    """``CREATE <type> name [(columns)] [clauses]``, without the query.
-
-    :param statement: The dataset.
-    """
+    """``CREATE <type> name [(columns)] [clauses]``, without the query, which each
+    statement of the dataset's plan puts after it in its own way."""
     lines = [f"CREATE {statement.type.value} {statement.name.text}"]
     if statement.columns:
         lines.append("(\n" + ",\n".join(f"  {column}" for column in statement.columns) + "\n)")

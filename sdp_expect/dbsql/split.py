@@ -117,19 +117,15 @@ def is_cell_separator(token: Token) -> bool:
 
 
 def _is_header(token: Token) -> bool:
-    """Whether ``token`` is the ``-- Databricks notebook source`` line of an export.
-
-    :param token: A token.
-    """
+    """Whether ``token`` is the ``-- Databricks notebook source`` line of an export, which
+    comes right before the first cell's magic line and must not hide it."""
     return (token.kind is TokenKind.COMMENT and token.col == 1
             and token.text.rstrip() == NOTEBOOK_HEADER)
 
 
 def _magic(token: Token) -> Optional[re.Match[str]]:
-    """The ``-- MAGIC`` prefix of a comment at column 1, or None.
-
-    :param token: A token.
-    """
+    """The ``-- MAGIC`` prefix of a comment token at column 1, or None: only a comment token
+    is looked at, so ``-- MAGIC`` inside a string or a block comment is never taken for one."""
     if token.kind is not TokenKind.COMMENT or token.col != 1:
         return None
     return _MAGIC.match(token.text)
@@ -137,12 +133,9 @@ def _magic(token: Token) -> Optional[re.Match[str]]:
 
 @dataclass
 class _Cell:
-    """One notebook cell: its tokens (comments included) and its magic, if any.
-
-    :param tokens: The cell's tokens, without the separator.
-    :param magic: The language of a ``-- MAGIC %lang`` first line, lower case.
-    :param magic_token: That first line's comment token.
-    """
+    """One notebook cell: its tokens (comments included, the separator left out) and, when
+    its first line is ``-- MAGIC %lang``, that language in lower case and that line's
+    comment token."""
 
     tokens: list[Token]
     magic: Optional[str] = None
@@ -150,10 +143,8 @@ class _Cell:
 
 
 def _cells(tokens: Sequence[Token]) -> list[_Cell]:
-    """The cells of a file's tokens (comments kept), separators left out.
-
-    :param tokens: The file's tokens, comments included.
-    """
+    """The cells of a file's tokens, separators left out; the tokens keep their comments,
+    since separators and magic lines are comments."""
     cells = [_Cell([])]
     for token in tokens:
         if is_cell_separator(token):
@@ -178,11 +169,8 @@ def _cells(tokens: Sequence[Token]) -> list[_Cell]:
 
 
 def _blank_sql_cells(text: str, cells: Sequence[_Cell]) -> str:
-    """``text`` with the ``-- MAGIC`` prefixes (and ``%sql`` lines) of ``%sql`` cells as spaces.
-
-    :param text: The file's text.
-    :param cells: Its cells.
-    """
+    """``text`` with the ``-- MAGIC`` prefixes (and ``%sql`` lines) of ``%sql`` cells as
+    spaces, so that every other character keeps its line and column."""
     spans: list[tuple[int, int]] = []
     for cell in cells:
         if cell.magic != SQL_MAGIC or cell.magic_token is None:
@@ -230,12 +218,8 @@ def split(text: str, file: str) -> SplitFile:
 
 
 def _foreign_cell(magic: str, token: Token, file: str) -> SdpExpectError:
-    """SDPX-SQL-307 for a cell in another language than SQL.
-
-    :param magic: The cell's magic, e.g. ``python``.
-    :param token: Its ``-- MAGIC %...`` line.
-    :param file: The file as shown.
-    """
+    """SDPX-SQL-307 at the ``-- MAGIC %...`` line (``token``) of a cell in another language
+    than SQL (``magic``, e.g. ``python``), with the fix for that language."""
     if magic in ("python", "py", "scala", "r"):
         fix = (f"move what the %{magic} cell does into a Python file of the pipeline (a source "
                "the SQL reads: a @dp.table or @dp.temporary_view), and delete the cell here; "
@@ -250,20 +234,16 @@ def _foreign_cell(magic: str, token: Token, file: str) -> SdpExpectError:
 
 
 def _end_line(token: Token) -> int:
-    """The line a token ends on (a string or quoted name may span lines).
-
-    :param token: The token.
-    """
+    """The line a token ends on (a string or quoted name may span lines), so that the token
+    after it on that line is not taken for the first of its line."""
     return token.line + token.text.count("\n")
 
 
 def _starts_statement(tokens: Sequence[Token], index: int, line_start: bool) -> bool:
-    """Whether ``tokens[index]`` can only be the start of another pipeline statement.
-
-    :param tokens: A cell's tokens (no comments).
-    :param index: The token to look at, at the top level of a statement.
-    :param line_start: Whether it is the first token of its line.
-    """
+    """Whether ``tokens[index]`` (a cell's tokens, no comments), at the top level of a
+    statement, can only be the start of another pipeline statement, so that a ``;`` is
+    missing before it. ``SET`` and ``USE`` count only first on their line (``line_start``),
+    where a notebook writes them."""
     token = tokens[index]
     following = tokens[index + 1] if index + 1 < len(tokens) else None
     if is_keyword(token, "CREATE"):
@@ -287,11 +267,8 @@ def _starts_statement(tokens: Sequence[Token], index: int, line_start: bool) -> 
 
 def _statements(tokens: Sequence[Token], file: str
                 ) -> list[Union[StatementTokens, SdpExpectError]]:
-    """The statements of one cell, and an error wherever a ``;`` is missing.
-
-    :param tokens: The cell's tokens, without comments.
-    :param file: The file as shown.
-    """
+    """The statements of one cell (its tokens, without comments), and an error wherever a
+    ``;`` is missing."""
     items: list[Union[StatementTokens, SdpExpectError]] = []
     current: list[Token] = []
     depth = 0
@@ -328,12 +305,9 @@ def _statements(tokens: Sequence[Token], file: str
 
 
 def _missing_semicolon(first: Token, next_first: Token, file: str) -> SdpExpectError:
-    """SDPX-SQL-302: the statement starting at ``first`` runs into the next one.
-
-    :param first: The first token of the statement.
-    :param next_first: The first token of the statement that follows without ``;``.
-    :param file: The file as shown.
-    """
+    """SDPX-SQL-302: the statement starting at ``first`` runs into the one starting at
+    ``next_first``; the error is at the second, where the ``;`` is missing, and its fix
+    names both lines."""
     word = next_first.text.upper()
     return SdpExpectError(
         _SQL_302,

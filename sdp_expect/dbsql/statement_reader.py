@@ -81,25 +81,21 @@ _SQL_308 = "SDPX-SQL-308"
 
 @dataclass
 class _Header:
-    """What comes between ``CREATE`` and the name.
-
-    :param words: The keywords after ``CREATE [OR ...]``, e.g. ``["PRIVATE", "LIVE", "TABLE"]``.
-    :param last: The last of them.
-    """
+    """What comes between ``CREATE [OR ...]`` and the name: its keywords, e.g. ``["PRIVATE",
+    "LIVE", "TABLE"]``, and the token of the last one, up to which the translation's
+    comments repeat the statement's opening words (``written_as``)."""
 
     words: list[str]
     last: Token
 
 
 class _Statement:
-    """Reads one statement.
+    """Reads one statement; relative rule-file paths start at ``base_dir``, and ``AUTO CDC``
+    passes on to Spark only when ``auto_cdc`` says the installed Spark reads it.
 
-    :param cursor: The statement's tokens.
-    :param base_dir: Where relative rule-file paths start.
-    :param auto_cdc: Whether ``AUTO CDC`` passes on to Spark.
-    :param findings: When given (:func:`~sdp_expect.dbsql.parse.check`), the
-        errors that do not end the statement are added to it instead of raised,
-        and constraints and rule files are counted there.
+    With ``findings`` (:func:`~sdp_expect.dbsql.parse.check`), the errors that need not
+    end the statement are added to it instead of raised, and constraints and rule files
+    are counted there, so that one reading reports every error of a file.
     """
 
     def __init__(self, cursor: _Cursor, base_dir: Optional[str], auto_cdc: bool,
@@ -244,10 +240,8 @@ class _Statement:
 
     # -- datasets -------------------------------------------------------------------------
     def _dataset(self, dataset_type: DatasetType, header: _Header) -> Statement:
-        """The rest of a dataset statement, after its keywords.
-
-        :param dataset_type: What the keywords define.
-        :param header: The keywords."""
+        """The rest of a dataset statement, after the keywords (``header``) that made it a
+        ``dataset_type``."""
         cursor = self.cursor
         name = self._name()
         statement = DatasetStatement(
@@ -282,9 +276,9 @@ class _Statement:
         return statement
 
     def _auto_cdc_table(self, statement: DatasetStatement) -> Statement:
-        """``CREATE STREAMING TABLE ... FLOW AUTO CDC ...`` (Spark 4.3+ only).
-
-        :param statement: The table read so far."""
+        """``CREATE STREAMING TABLE ... FLOW AUTO CDC ...`` (Spark 4.3+ only), passed on as
+        written; the table read so far must hold no expectations (SDPX-DEF-108: they
+        belong on the flow's source)."""
         cursor = self.cursor
         token = cursor.tokens[cursor.i]
         if not self.auto_cdc:
@@ -298,10 +292,8 @@ class _Statement:
         return passed
 
     def _elements(self, statement: DatasetStatement) -> None:
-        """The parenthesised list: column definitions and ``CONSTRAINT ... EXPECT`` clauses.
-
-        :param statement: The dataset being read; columns and rules are added to it.
-        """
+        """The parenthesised list: column definitions and ``CONSTRAINT ... EXPECT`` clauses,
+        added to the dataset's columns and rules."""
         cursor = self.cursor
         open_index = cursor.i
         close_index = cursor.matching(open_index)
@@ -331,12 +323,8 @@ class _Statement:
     def _collecting_constraint(self, statement: DatasetStatement, element: Sequence[Token],
                                end: Token) -> None:
         """:func:`~sdp_expect.dbsql.dataset_clauses._read_constraint`, counted; its error
-        named by dataset, expectation and place.
-
-        :param statement: The dataset being read.
-        :param element: The clause's tokens.
-        :param end: The ``,`` or ``)`` after it.
-        """
+        named by dataset, expectation and place, and kept when collecting, so that a bad
+        clause does not hide the clauses after it."""
         if self.findings is not None:
             self.findings.constraints += 1
         try:
@@ -348,11 +336,9 @@ class _Statement:
                 location=error.place or self.cursor.position(element[0]).at_line()))
 
     def _keep(self, error: SdpExpectError) -> None:
-        """Raise ``error`` (:func:`~sdp_expect.dbsql.parse.parse`), or keep it and read on
-        (:func:`~sdp_expect.dbsql.parse.check`).
-
-        :param error: An error that need not end the statement.
-        """
+        """Raise an error that need not end the statement
+        (:func:`~sdp_expect.dbsql.parse.parse`), or keep it and read on
+        (:func:`~sdp_expect.dbsql.parse.check`)."""
         if self.findings is None:
             raise error
         self.findings.errors.append(error)
@@ -401,7 +387,6 @@ class _Statement:
                              comment=comment)
 
 
-
 def _dataset_type(words: list[str]) -> Optional[DatasetType]:
     """The dataset type of ``CREATE <words>``, or None when it is not a pipeline dataset.
 
@@ -409,9 +394,8 @@ def _dataset_type(words: list[str]) -> Optional[DatasetType]:
     materialized view, ``STREAMING LIVE TABLE`` and ``INCREMENTAL LIVE TABLE``
     are streaming tables, ``[TEMPORARY] [STREAMING | INCREMENTAL] LIVE VIEW`` is
     a temporary view (streaming when its query reads ``STREAM(...)``);
-    ``TEMPORARY`` on a table is the old ``PRIVATE``.
-
-    :param words: The keywords after ``CREATE [OR ...]``, the kind last.
+    ``TEMPORARY`` on a table is the old ``PRIVATE``. ``words`` are the keywords
+    after ``CREATE [OR ...]``, the kind last.
     """
     kind = words[-1]
     modifiers = set(words[:-1])

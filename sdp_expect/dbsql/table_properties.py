@@ -32,7 +32,8 @@ _KNOWN_KEYS = ("sdp_expect.quarantine", "sdp_expect.quarantine.name", "sdp_expec
 
 
 class _Properties:
-    """The ``sdp_expect.*`` table properties of one dataset, collected then applied."""
+    """The ``sdp_expect.*`` table properties of one dataset, collected then applied: a
+    rule file's rules come after the ``CONSTRAINT`` clauses, whatever the order written."""
 
     def __init__(self) -> None:
         self.quarantine: Optional[bool] = None
@@ -43,12 +44,9 @@ class _Properties:
         self.tag: Optional[str] = None
 
     def read(self, cursor: _Cursor, prop: Sequence[Token], statement: DatasetStatement) -> None:
-        """Read one ``key [=] value`` entry: keep it for the table, or take it for sdp-expect.
-
-        :param cursor: The statement's tokens.
-        :param prop: The entry's tokens.
-        :param statement: The dataset being read.
-        """
+        """Read one ``key [=] value`` entry (its tokens): keep it for the table as written,
+        or take it for sdp-expect, which marks the dataset as checked as an expectation
+        decorator does."""
         dataset = statement.name.dataset
         index = 0
         if prop[0].kind is TokenKind.STRING:
@@ -107,12 +105,13 @@ class _Properties:
 
     def apply(self, statement: DatasetStatement, base_dir: Optional[str],
               findings: Optional[Findings] = None) -> None:
-        """Set the per-dataset options, then append the rule file's rules (after CONSTRAINTs).
+        """Set the per-dataset options, then append the rule file's rules (after the
+        ``CONSTRAINT`` clauses), a relative rule-file path starting at ``base_dir``.
 
-        :param statement: The dataset read.
-        :param base_dir: Where a relative rule-file path starts.
-        :param findings: Where the rule file is recorded as checked, when given.
-        :raises RuleFileError: listing every error of the rule file.
+        With ``findings`` (:func:`~sdp_expect.dbsql.parse.check`), the rule file is
+        recorded before its errors are raised (as one
+        :class:`~sdp_expect.rules.RuleFileError`), so that ``validate`` knows a rule
+        file that has errors too.
         """
         rules = statement.rules
         if self.quarantine_name is not None:
