@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from cli_helpers import REPO, read_all_tables, sdp_expect
 
-from sdp_expect.migrate import migrate_python
+from sdp_expect.migrate import is_pipeline_sql, migrate_python
 
 FIXTURES = REPO / "tests" / "fixtures" / "cli"
 PROJECT = FIXTURES / "databricks_project"
@@ -196,3 +196,33 @@ def test_spark_goes_after_the_leading_comments_when_no_import_comes_first() -> N
     ]
     assert "    from sdp_expect import dlt" in migrated.text
     compile(migrated.text, "nb.py", "exec")
+
+
+@pytest.mark.parametrize("text", [
+    "CREATE OR REFRESH STREAMING TABLE t AS SELECT * FROM STREAM(s)",
+    "CREATE OR REFRESH LIVE TABLE t AS SELECT 1",
+    "CREATE TEMPORARY LIVE VIEW v AS SELECT 1",
+    "CREATE TEMPORARY VIEW v AS SELECT 1",
+    "CREATE STREAMING TABLE t;\nCREATE FLOW f AS INSERT INTO t BY NAME SELECT * FROM STREAM(s)",
+    "CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(s) KEYS (id) SEQUENCE BY ts",
+    # With errors the statement is still a dataset: migrate rewrites or reports them.
+    "CREATE OR REFRESH STREAMING TABLE raw AS SELECT * FROM cloud_files('/data', 'json')",
+    "CREATE MATERIALIZED VIEW m LOCATION '/x' AS SELECT 1",
+    "CREATE MATERIALIZED VIEW m COMMENT 'never closed AS SELECT 1",
+    "-- Databricks notebook source\n-- MAGIC %sql\n-- MAGIC CREATE LIVE TABLE a AS SELECT 1",
+])
+def test_a_sql_file_declaring_a_dataset_or_a_flow_is_a_pipeline_file(text: str) -> None:
+    assert is_pipeline_sql(text)
+
+
+@pytest.mark.parametrize("text", [
+    "SELECT * FROM t",
+    "CREATE TABLE t (id INT, flow STRING)",
+    "CREATE VIEW v AS SELECT 1",
+    "-- CREATE STREAMING TABLE t\nSELECT 1 /* CREATE MATERIALIZED VIEW m */",
+    "SELECT 'CREATE MATERIALIZED VIEW m'",
+    "CREATE TABLE t AS SELECT 1; SELECT x AS live, y AS view FROM t",
+    "",
+])
+def test_a_sql_file_without_a_dataset_or_a_flow_is_not_a_pipeline_file(text: str) -> None:
+    assert not is_pipeline_sql(text)

@@ -217,6 +217,21 @@ def test_a_statement_that_is_not_a_pipeline_statement_is_an_error_at_its_line(te
     assert [type(s) for s in findings.statements] == [DatasetStatement, SetStatement]
 
 
+def test_check_says_what_each_statement_declares_even_when_it_has_errors() -> None:
+    """``statements`` leaves out the statements with errors; ``declared`` does not, so that
+    migrate knows a pipeline file whose datasets it must rewrite or report."""
+    findings = check("SET a = 1;\n"
+                     "CREATE MATERIALIZED VIEW m LOCATION '/x' AS SELECT 1;\n"
+                     "CREATE FLOW f AS INSERT INTO t BY NAME SELECT 1;\n"
+                     "SELECT 1;\n"
+                     "CREATE STREAMING TABLE s AS SELECT * FROM read_files('/d');\n"
+                     "USE s", "f.sql", auto_cdc=True)
+    assert [e.code for e in findings.errors] == ["SDPX-SQL-301", "SDPX-SQL-308", "SDPX-SQL-301"]
+    assert [s.kind for s in findings.summary] == ["set", "flow", "use"]
+    assert findings.declared == ["set", "materialized view", "flow", "other", "streaming table",
+                                 "use"]
+
+
 def test_clauses_pass_on_and_sdp_expect_properties_are_consumed() -> None:
     statement = one("""\
         CREATE OR REFRESH MATERIALIZED VIEW sales.orders (

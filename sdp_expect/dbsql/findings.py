@@ -45,12 +45,18 @@ class Findings:
         clauses were read, valid or not.
     :param rule_files: The rule files that ``'sdp_expect.rules'`` properties
         name, each as checked, in file order.
+    :param declared: What each statement declares by its opening keywords, in
+        file order, with errors or not (``statements`` leaves out a statement
+        with errors): ``materialized view``, ``streaming table``, ``temporary
+        view``, ``view``, ``flow`` (an ``AUTO CDC`` one too), ``set``, ``use`` or
+        ``other``, the kinds of :class:`~sdp_expect.dbsql.statements.StatementSummary`.
     """
 
     statements: list[Statement] = field(default_factory=list)
     errors: list[SdpExpectError] = field(default_factory=list)
     constraints: int = 0
     rule_files: list[RuleFileUse] = field(default_factory=list)
+    declared: list[str] = field(default_factory=list)
 
     @property
     def summary(self) -> list[StatementSummary]:

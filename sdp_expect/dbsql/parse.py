@@ -74,7 +74,6 @@ def sql_auto_cdc_available() -> bool:
     return spark_has(AUTO_CDC_IN_SQL)
 
 
-
 # --------------------------------------------------------------------------------- file
 
 
@@ -122,8 +121,6 @@ def parse(text: str, file: str, *, base_dir: Optional[str] = None,
     return statements
 
 
-
-
 def check(text: str, file: str, *, base_dir: Optional[str] = None,
           auto_cdc: Optional[bool] = None) -> Findings:
     """Read one Databricks SQL file as :func:`parse` does, collecting every error.
@@ -154,14 +151,15 @@ def check(text: str, file: str, *, base_dir: Optional[str] = None,
             continue
         current = item.tokens
         before = len(findings.errors)
+        reader = _Statement(_Cursor(current, pieces.source, file), base_dir, allow_cdc, findings)
+        statement: Optional[Statement] = None
         try:
-            statement = _Statement(_Cursor(current, pieces.source, file), base_dir, allow_cdc,
-                                   findings).read()
+            statement = reader.read()
         except SdpExpectError as error:
             start = Position(file, current[0].line, current[0].col)
             findings.errors.append(error.with_context(location=start.at_line()))
-            continue
-        if len(findings.errors) == before:
+        findings.declared.append(reader.declared)
+        if statement is not None and len(findings.errors) == before:
             findings.statements.append(statement)
     return findings
 

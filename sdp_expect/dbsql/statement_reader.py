@@ -95,7 +95,9 @@ class _Statement:
 
     With ``findings`` (:func:`~sdp_expect.dbsql.parse.check`), the errors that need not
     end the statement are added to it instead of raised, and constraints and rule files
-    are counted there, so that one reading reports every error of a file.
+    are counted there, so that one reading reports every error of a file, and
+    :attr:`declared` says what the statement's opening keywords declare (a summary
+    kind; ``other`` until they are read) even when the statement has errors.
     """
 
     def __init__(self, cursor: _Cursor, base_dir: Optional[str], auto_cdc: bool,
@@ -105,6 +107,7 @@ class _Statement:
         self.auto_cdc = auto_cdc
         self.findings = findings
         self.refreshed = False
+        self.declared = "other"
 
     @property
     def position(self) -> Position:
@@ -115,8 +118,10 @@ class _Statement:
         self._reject_databricks_functions()
         cursor = self.cursor
         if cursor.at("SET"):
+            self.declared = "set"
             return self._set()
         if cursor.at("USE"):
+            self.declared = "use"
             return UseStatement(self._all_text(), self.position)
         if cursor.at_sequence("APPLY", "CHANGES"):
             raise cursor.unsupported(cursor.tokens[0], "APPLY CHANGES INTO", _AUTO_CDC_FIX)
@@ -196,6 +201,7 @@ class _Statement:
         header = _Header(words, cursor.tokens[cursor.i - 1])
         kind = words[-1]
         if kind == "FLOW":
+            self.declared = "flow"
             if len(words) > 1:
                 raise cursor.error(first, f"unexpected {' '.join(words[:-1])} in CREATE FLOW")
             return self._flow()
@@ -206,6 +212,7 @@ class _Statement:
             raise cursor.error(first, f"CREATE {' '.join(words)} is not a pipeline dataset "
                                "sdp-expect knows; expected STREAMING TABLE, MATERIALIZED VIEW, "
                                "[STREAMING] LIVE TABLE, [TEMPORARY] VIEW or [STREAMING] LIVE VIEW")
+        self.declared = dataset_type.value.lower()
         return self._dataset(dataset_type, header)
 
     def _pass_through_without_refresh(self) -> PassThrough:

@@ -4,7 +4,6 @@ statements ``sdp_expect.sql`` reads in them, and what in them cannot be translat
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any, Optional
 
 from sdp_expect.errors import Location, SdpExpectError
@@ -16,26 +15,51 @@ if TYPE_CHECKING:
 __all__ = ["is_pipeline_sql", "read_sql", "scan_sql", "sql_findings"]
 
 
-_PIPELINE_SQL = re.compile(
-    r"\bCREATE\b[\s\S]*?\b(STREAMING\s+(LIVE\s+)?TABLE|MATERIALIZED\s+VIEW|LIVE\s+(TABLE|VIEW)"
-    r"|TEMPORARY\s+(LIVE\s+)?VIEW|FLOW)\b", re.I)
+_PIPELINE_KINDS = frozenset({"streaming table", "materialized view", "temporary view", "flow"})
+"""What a statement of a pipeline file declares: a dataset or a flow, in any spelling
+(``LIVE TABLE`` is a materialized view, ``LIVE VIEW`` a temporary view). A persisted
+``CREATE VIEW`` alone does not make a pipeline file."""
+_SHOWN = "<sql>"
 
 
 def is_pipeline_sql(text: str) -> bool:
     """Whether SQL text declares pipeline datasets or flows.
 
-    The statements are those the reader of ``sdp_expect.sql`` finds (the SQL of
-    a notebook's ``%sql`` cells included; comments and markdown cells left out).
+    The statements are those the reader of ``sdp_expect.sql`` finds
+    (:func:`sdp_expect.dbsql.parse.check`: the SQL of a notebook's ``%sql``
+    cells included, comments and markdown cells left out, legacy spellings
+    read). Each counts by what its opening keywords declare, with errors or not:
+    a ``read_files()`` that migrate rewrites, or a Databricks-only clause it
+    reports, is still in a pipeline file. A text whose quote or comment is
+    never closed is judged by the text before it.
     """
     from sdp_expect.dbsql.split import split
     from sdp_expect.sqltokens import SqlTokenError
 
+    if _declares_pipeline(text):
+        return True
     try:
-        code = " ".join(t.text for statement in split(text, "<sql>").statements
-                        for t in statement.tokens)
-    except SqlTokenError:
-        code = text
-    return bool(_PIPELINE_SQL.search(code))
+        split(text, _SHOWN)
+    except SqlTokenError as error:
+        return _declares_pipeline(text[:_offset(text, error.line, error.col)])
+    return False
+
+
+def _declares_pipeline(text: str) -> bool:
+    """Whether a statement of ``text`` declares a dataset or a flow. ``AUTO CDC`` passes
+    whatever the Spark installed: what a statement declares does not depend on it."""
+    from sdp_expect.dbsql.parse import check
+
+    return any(kind in _PIPELINE_KINDS for kind in check(text, _SHOWN, auto_cdc=True).declared)
+
+
+def _offset(text: str, line: int, column: int) -> int:
+    """The offset of a 1-based ``line`` and ``column`` of ``text``, as the tokenizer counts
+    them (lines end at ``\\n``), to cut the text where an unclosed quote starts."""
+    start = 0
+    for _ in range(line - 1):
+        start = text.index("\n", start) + 1
+    return start + column - 1
 
 
 def scan_sql(text: str, file: str, base_dir: str,
