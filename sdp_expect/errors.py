@@ -195,12 +195,23 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "correct the constraint as Spark's reason says (it names the column, function or "
             "type, and suggests a name after 'Did you mean'), then run sdp-expect dry-run again",
         ),
+        ErrorSpec(
+            "SDPX-DEF-112",
+            "a streaming table stored in a file format (parquet, the default, orc, json, "
+            "csv, ...) is written by two or more flows: Spark's file sink keeps one commit "
+            "log per table, and a reader would see one flow's records",
+            "store the table in a format with transactional appends (format='delta' or "
+            "'iceberg'), or define one flow over a union of the sources (unionByName); if "
+            "your format is safe, set sdp_expect.multiple_flows_on_file_formats = allow in "
+            "the pipeline configuration",
+        ),
         # -- pipeline configuration --
         ErrorSpec(
             "SDPX-CFG-201",
             "a pipeline configuration value of sdp-expect is not one it understands",
-            "set sdp_expect.null_result to 'fail' or 'pass', and sdp_expect.quarantine and "
-            "sdp_expect.metrics to 'true' or 'false'",
+            "set sdp_expect.null_result to 'fail' or 'pass', sdp_expect.quarantine and "
+            "sdp_expect.metrics to 'true' or 'false', and "
+            "sdp_expect.multiple_flows_on_file_formats to 'error' or 'allow'",
         ),
         # -- Databricks SQL files (sdp_expect.sql.include, sdp-expect translate) --
         ErrorSpec(

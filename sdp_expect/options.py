@@ -6,6 +6,7 @@ They are set in ``spark-pipeline.yml``::
       sdp_expect.null_result: fail     # or pass: a NULL constraint result passes
       sdp_expect.quarantine: "false"   # "true": quarantine for every dataset with drop rules
       sdp_expect.metrics: "true"       # "false": no <dataset>_dq_metrics tables
+      sdp_expect.multiple_flows_on_file_formats: error   # or allow (SDPX-DEF-112)
 
 ``spark-pipelines`` puts the configuration on the Spark session before the
 pipeline's files are imported, so reading it is a configuration look-up, not
@@ -20,11 +21,15 @@ from typing import Callable, Optional
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.project import read_bool
 
-__all__ = ["KEY_METRICS", "KEY_NULL_RESULT", "KEY_QUARANTINE", "PipelineOptions", "read_options"]
+__all__ = ["KEY_DEFAULT_FORMAT", "KEY_FILE_FORMAT_FLOWS", "KEY_METRICS", "KEY_NULL_RESULT",
+           "KEY_QUARANTINE", "PipelineOptions", "read_options"]
 
 KEY_NULL_RESULT = "sdp_expect.null_result"
 KEY_QUARANTINE = "sdp_expect.quarantine"
 KEY_METRICS = "sdp_expect.metrics"
+KEY_FILE_FORMAT_FLOWS = "sdp_expect.multiple_flows_on_file_formats"
+KEY_DEFAULT_FORMAT = "spark.sql.sources.default"
+"""Spark's own setting: the format of a table declared without one."""
 
 
 @dataclass(frozen=True)
@@ -35,11 +40,18 @@ class PipelineOptions:
         (``sdp_expect.null_result = pass``); by default NULL is a violation.
     :param quarantine: True to give every dataset with drop rules a quarantine.
     :param metrics: False to create no ``<dataset>_dq_metrics`` tables.
+    :param multiple_flows_on_file_formats: True (``allow``) to let two or more
+        flows write a streaming table stored in one of Spark's file formats
+        (SDPX-DEF-112 otherwise).
+    :param default_format: The format of a table declared without one
+        (``spark.sql.sources.default``; Spark's default is parquet).
     """
 
     null_passes: bool = False
     quarantine: bool = False
     metrics: bool = True
+    multiple_flows_on_file_formats: bool = False
+    default_format: str = "parquet"
 
 
 def _parse_bool(key: str, raw: str) -> bool:
@@ -58,12 +70,22 @@ def _parse_null_result(raw: str) -> bool:
     )
 
 
+def _parse_file_format_flows(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("error", "allow"):
+        return value == "allow"
+    raise SdpExpectError(
+        "SDPX-CFG-201", f"{KEY_FILE_FORMAT_FLOWS} = {raw!r} is not 'error' or 'allow'"
+    )
+
+
 def read_options(get: Callable[[str], Optional[str]]) -> PipelineOptions:
     """Build :class:`PipelineOptions` from a configuration look-up.
 
     :param get: Returns the configured value of a key, or None when unset.
     :raises SdpExpectError: SDPX-CFG-201 for a value it does not understand.
     """
+    flows_raw = get(KEY_FILE_FORMAT_FLOWS)
     null_raw = get(KEY_NULL_RESULT)
     quarantine_raw = get(KEY_QUARANTINE)
     metrics_raw = get(KEY_METRICS)
@@ -71,4 +93,6 @@ def read_options(get: Callable[[str], Optional[str]]) -> PipelineOptions:
         null_passes=_parse_null_result(null_raw) if null_raw is not None else False,
         quarantine=_parse_bool(KEY_QUARANTINE, quarantine_raw) if quarantine_raw else False,
         metrics=_parse_bool(KEY_METRICS, metrics_raw) if metrics_raw else True,
+        multiple_flows_on_file_formats=_parse_file_format_flows(flows_raw) if flows_raw else False,
+        default_format=get(KEY_DEFAULT_FORMAT) or "parquet",
     )

@@ -335,9 +335,10 @@ def _define_dataset(kind: Optional[DatasetKind], func: Any, options: Dict[str, A
     if kind is None:
         kind = DatasetKind.STREAMING_TABLE if is_streaming(query) else DatasetKind.MATERIALIZED_VIEW
     if pending is None:
+        plan_unchecked_dataset(name, kind, state=state, where=Where(_where(location)),
+                               format=options.get("format"))
         with located(location), registering(name):
             DATASET_DECORATORS[kind](**options)(returning(query, func))
-        plan_unchecked_dataset(name, state=state)
         note_datasets(name)
         return
     rules = _resolve_rules(name, pending)
@@ -596,7 +597,8 @@ def append_flow(
             raise SdpExpectError(code, f"expectations on append_flow {flow_name!r} into "
                                  f"{target!r}", dataset=target, location=_where(location))
         query = evaluate_query(func, flow_name, reader=target, where=_where(location))
-        plan = plan_append_flow(target, flow_name, state=state, spark_conf=spark_conf)
+        plan = plan_append_flow(target, flow_name, state=state, where=Where(_where(location)),
+                                spark_conf=spark_conf)
         with located(location), registering(target):
             if plan is None:
                 _sdp.append_flow(target=target, name=name, spark_conf=spark_conf)(
@@ -639,7 +641,8 @@ if _SDP_AUTO_CDC is not None:  # Spark 4.2+
         :param kwargs: The other keyword arguments of the same.
         """
         location = get_caller_source_code_location(stacklevel=1)
-        plan_auto_cdc_flow(target, state=graph_state(), where=Where(_where(location)))
+        plan_auto_cdc_flow(target, kwargs.get("name"), state=graph_state(),
+                           where=Where(_where(location)))
         scd_type = kwargs.get("stored_as_scd_type", args[5] if len(args) > 5 else None)
         if str(scd_type) == "2" and not spark_has(SCD_TYPE_2, _pyspark.__version__):
             raise _missing("SCD type 2 in create_auto_cdc_flow", SCD_TYPE_2).with_context(

@@ -63,6 +63,7 @@ __all__ = [
     "plan_dataset",
     "plan_declared_table",
     "plan_unchecked_dataset",
+    "FILE_FORMATS",
     "rule_checks",
 ]
 
@@ -99,14 +100,59 @@ _SQL_FIXES = {
                     "on the materialized view or streaming table that reads the view",
     "SDPX-DEF-108": "put the CONSTRAINT ... EXPECT clauses on the dataset the Auto CDC flow "
                     "reads (e.g. a temporary view), not on its target",
+    "SDPX-DEF-112": "store the table in a format with transactional appends (USING delta or "
+                    "USING iceberg), or write it with one CREATE FLOW over a UNION ALL of the "
+                    "sources; if the format is safe, set "
+                    "sdp_expect.multiple_flows_on_file_formats = allow in the configuration",
 }
 """The SQL front end's wording of the fixes (the Python API's are the catalogue's)."""
 
 
-def _error(code: str, dataset: str, where: Where) -> SdpExpectError:
+def _error(code: str, dataset: str, where: Where, detail: Optional[str] = None
+           ) -> SdpExpectError:
     """A definition error of the graph, with the fix worded for the front end."""
-    return SdpExpectError(code, dataset=dataset, location=where.location,
+    return SdpExpectError(code, detail, dataset=dataset, location=where.location,
                           fix=_SQL_FIXES.get(code) if where.sql else None)
+
+
+FILE_FORMATS = frozenset({"parquet", "orc", "json", "csv", "text", "avro", "xml", "binaryfile"})
+"""Spark's file sources: a streaming table stored in one of them is written by Spark's
+file sink, whose commit log (``_spark_metadata``) has room for one writer only."""
+
+
+def _note_flow(state: PlanState, target: str, flow: str, where: Where) -> None:
+    """Remember that ``flow`` writes ``target``, and check the table can take it."""
+    flows = state.flows_into.setdefault(target, [])
+    if flow not in flows:
+        flows.append(flow)
+    _check_file_table(state, target, where)
+
+
+def _check_file_table(state: PlanState, table: str, where: Where) -> None:
+    """SDPX-DEF-112: a streaming table in a file format with two or more flows
+    (docs/semantics.md#several-flows).
+
+    Each flow is its own streaming query and writes its own batch numbers into the
+    table's one commit log: the second flow's commits are taken for ones already made
+    and skipped, so a reader sees one flow's records and the update still succeeds.
+    That is a silently wrong table, hence an error, not a warning; the setting
+    ``sdp_expect.multiple_flows_on_file_formats = allow`` is for a user whose format
+    name is one of Spark's file sources but whose storage is safe.
+    """
+    flows = state.flows_into.get(table, [])
+    if (len(flows) < 2 or table not in state.streaming_tables
+            or state.options.multiple_flows_on_file_formats):
+        return
+    given = state.streaming_tables[table]
+    table_format = (given or state.options.default_format).strip().lower()
+    if table_format not in FILE_FORMATS:
+        return
+    source = "its format" if given else "the session's default format (spark.sql.sources.default)"
+    raise _error("SDPX-DEF-112", table, where, (
+        f"the streaming table {table!r} is stored as {table_format} ({source}) and written by "
+        f"{len(flows)} flows ({', '.join(repr(f) for f in flows)}): Spark's file sink keeps one "
+        "commit log per table, so the flows overwrite each other's commits and a reader sees "
+        "one flow's records"))
 
 
 @dataclass
@@ -121,14 +167,23 @@ class PlanState:
     :param options: The pipeline-wide settings (read once per graph).
     :param table_rules: Streaming tables whose rules apply to every flow into
         them, by name.
-    :param flow_targets: Names of datasets some flow already writes into.
+    :param flows_into: The flows that write each dataset so far, by the dataset's
+        name, in the order they were defined.
+    :param streaming_tables: The streaming tables declared so far, with the
+        format given (None: the session's default).
     :param sinks: Names declared with ``create_sink``.
     """
 
     options: PipelineOptions
     table_rules: dict[str, TablePlan] = field(default_factory=dict)
-    flow_targets: set[str] = field(default_factory=set)
+    flows_into: dict[str, list[str]] = field(default_factory=dict)
+    streaming_tables: dict[str, Optional[str]] = field(default_factory=dict)
     sinks: set[str] = field(default_factory=set)
+
+    @property
+    def flow_targets(self) -> set[str]:
+        """The datasets some flow already writes into."""
+        return set(self.flows_into)
 
 
 # --------------------------------------------------------------------------- the plan's values
@@ -450,19 +505,27 @@ def plan_dataset(rules: DatasetRules, kind: DatasetKind, options: PipelineOption
         datasets.extend(_table_companions(logic, companions, format))
         flows.extend(_companion_flows(logic, companions, name))
         state.table_rules[name] = TablePlan(rules, companions, logic)
-    state.flow_targets.add(name)
+        state.streaming_tables[name] = format
+    _note_flow(state, name, name, where)
     return Plan(rules, kind, companions, tuple(datasets), tuple(flows),
                 tuple(rule_checks(logic, companions, name)), logic)
 
 
-def plan_unchecked_dataset(name: str, *, state: PlanState) -> None:
+def plan_unchecked_dataset(name: str, kind: DatasetKind, *, state: PlanState,
+                           where: Where = Where(), format: Optional[str] = None) -> None:
     """A dataset with a query and without expectations: nothing to plan, but its flow
-    writes ``name`` (a table declared with expectations afterwards is SDPX-DEF-105).
+    writes ``name`` (a table declared with expectations afterwards is SDPX-DEF-105;
+    a second flow into a streaming table in a file format is SDPX-DEF-112).
 
     :param name: The dataset.
+    :param kind: Its kind.
     :param state: The graph's planner state.
+    :param where: Where the dataset is defined.
+    :param format: Its table format.
     """
-    state.flow_targets.add(name)
+    if kind is DatasetKind.STREAMING_TABLE:
+        state.streaming_tables[name] = format
+    _note_flow(state, name, name, where)
 
 
 def plan_declared_table(rules: DatasetRules, options: PipelineOptions, *, state: PlanState,
@@ -476,12 +539,15 @@ def plan_declared_table(rules: DatasetRules, options: PipelineOptions, *, state:
     :param where: Where the table is declared.
     :param format: The table's format.
     :returns: None when the table carries no expectations and no quarantine.
-    :raises SdpExpectError: SDPX-DEF-105 when a flow already writes into the table.
+    :raises SdpExpectError: SDPX-DEF-105 when a flow already writes into the table;
+        SDPX-DEF-112 when two did and the format is a file format.
     """
+    name = rules.dataset
+    state.streaming_tables[name] = format
+    _check_file_table(state, name, where)
     if rules.empty and rules.quarantine is None:
         return None
-    name = rules.dataset
-    if name in state.flow_targets:
+    if name in state.flows_into:
         raise _error("SDPX-DEF-105", name, where)
     kind = DatasetKind.STREAMING_TABLE
     companions = plan_companions(rules, options, kind, where)
@@ -492,17 +558,20 @@ def plan_declared_table(rules: DatasetRules, options: PipelineOptions, *, state:
     return Plan(rules, kind, companions, tuple(datasets), logic=logic)
 
 
-def plan_append_flow(target: str, flow: str, *, state: PlanState,
+def plan_append_flow(target: str, flow: str, *, state: PlanState, where: Where = Where(),
                      spark_conf: Optional[Mapping[str, str]] = None) -> Optional[Plan]:
     """A flow into ``target``: with the table's rules and companion flows, when it has some.
 
     :param target: The dataset the flow writes.
     :param flow: The flow's name.
     :param state: The graph's planner state.
+    :param where: Where the flow is defined.
     :param spark_conf: The user's Spark conf of the flow.
     :returns: None when ``target`` carries no expectations.
+    :raises SdpExpectError: SDPX-DEF-112 for a second flow into a streaming table in a
+        file format.
     """
-    state.flow_targets.add(target)
+    _note_flow(state, target, flow, where)
     table = state.table_rules.get(target)
     if table is None:
         return None
@@ -523,11 +592,17 @@ def auto_cdc_target_error(dataset: str, where: Where) -> SdpExpectError:
     return _error("SDPX-DEF-108", dataset, where)
 
 
-def plan_auto_cdc_flow(target: str, *, state: PlanState, where: Where = Where()) -> None:
+def plan_auto_cdc_flow(target: str, flow: Optional[str] = None, *, state: PlanState,
+                       where: Where = Where()) -> None:
     """An Auto CDC flow into ``target``, which must carry no expectations.
 
-    :raises SdpExpectError: SDPX-DEF-108 when ``target`` carries expectations.
+    :param target: The dataset the flow writes.
+    :param flow: The flow's name (None: the target's, as Spark names it).
+    :param state: The graph's planner state.
+    :param where: Where the flow is defined.
+    :raises SdpExpectError: SDPX-DEF-108 when ``target`` carries expectations;
+        SDPX-DEF-112 for a second flow into a streaming table in a file format.
     """
     if target in state.table_rules:
         raise auto_cdc_target_error(target, where)
-    state.flow_targets.add(target)
+    _note_flow(state, target, flow or target, where)

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import textwrap
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
 from cli_helpers import assert_runs_without_pyspark
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sdp_expect import plan as planner
 from sdp_expect.errors import SdpExpectError
@@ -105,7 +108,7 @@ def python_plans(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Callable
     from sdp_expect import pipelines
     from sdp_expect.registration import GraphState
 
-    def define(body: Callable[[Any], None], conf: dict[str, bool] | None = None) -> list[Plan]:
+    def define(body: Callable[[Any], None], conf: dict[str, Any] | None = None) -> list[Plan]:
         plans: list[Plan] = []
         emitted: list[Plan] = []
         state = GraphState(options=PipelineOptions(**(conf or {})))
@@ -274,7 +277,8 @@ def test_def_105_rules_on_a_table_after_a_flow_writes_it() -> None:
         assert caught.value.location == where.location and caught.value.dataset == "t"
         assert fix in (caught.value.fix or "")
     assert "t" not in state.table_rules
-    planner.plan_unchecked_dataset("u", state=state)  # a dataset's own flow writes it too
+    # a dataset's own flow writes it too
+    planner.plan_unchecked_dataset("u", DatasetKind.MATERIALIZED_VIEW, state=state)
     with pytest.raises(SdpExpectError, match="SDPX-DEF-105"):
         plan_declared_table(_rules("u"), PipelineOptions(), state=state)
 
@@ -293,6 +297,79 @@ def test_def_106_quarantine_on_a_temporary_view() -> None:
     plan = plan_dataset(_rules("v", Action.DROP), DatasetKind.TEMPORARY_VIEW,
                         PipelineOptions(quarantine=True), state=state)
     assert [d.name for d in plan.datasets] == ["v"] and plan.flows == ()
+
+
+_SPARK_FILE_SOURCES = {"parquet", "orc", "json", "csv", "text", "avro", "xml", "binaryfile"}
+"""Spark's file data sources (written here apart from the planner's list: the oracle)."""
+
+
+@settings(max_examples=200, deadline=None)
+@given(table_format=st.sampled_from([None, "parquet", "PARQUET", "json", "orc", "delta",
+                                     "iceberg", "my.custom.Format"]),
+       default_format=st.sampled_from(["parquet", "delta", "orc"]),
+       allow=st.booleans(), flows=st.integers(min_value=0, max_value=3),
+       own_query=st.booleans(), declared_first=st.booleans(), with_rules=st.booleans())
+def test_def_112_a_file_format_streaming_table_takes_one_flow(
+        table_format: str | None, default_format: str, allow: bool, flows: int,
+        own_query: bool, declared_first: bool, with_rules: bool) -> None:
+    """SDPX-DEF-112 exactly when a streaming table whose format (given, else the
+    session's default) is one of Spark's file sources gets a second writer, unless
+    the setting allows it; raised at the definition that adds the second flow."""
+    options = PipelineOptions(multiple_flows_on_file_formats=allow, default_format=default_format)
+    state = PlanState(options)
+    rules = _rules("t", Action.DROP) if with_rules else DatasetRules("t")
+    effective = (table_format or default_format).lower()
+    writers = 0
+    raised_at: list[int] = []
+
+    def add(definition: Callable[[], Any]) -> None:
+        nonlocal writers
+        writers += 1
+        try:
+            definition()
+        except SdpExpectError as error:
+            assert error.code == "SDPX-DEF-112" and error.dataset == "t"
+            assert effective in str(error)
+            raised_at.append(writers)
+
+    if own_query:
+        add(lambda: plan_dataset(rules, DatasetKind.STREAMING_TABLE, options, state=state,
+                                 format=table_format) if with_rules else
+            planner.plan_unchecked_dataset("t", DatasetKind.STREAMING_TABLE, state=state,
+                                           format=table_format))
+    elif declared_first or with_rules:  # rules must come before the flows (DEF-105)
+        plan_declared_table(rules, options, state=state, format=table_format)
+    for number in range(flows):
+        if raised_at:
+            break
+        add(functools.partial(plan_append_flow, "t", f"f{number}", state=state))
+    if not own_query and not (declared_first or with_rules) and not raised_at:
+        writers_before = writers
+        try:
+            plan_declared_table(rules, options, state=state, format=table_format)
+        except SdpExpectError as error:
+            assert error.code == "SDPX-DEF-112"
+            raised_at.append(writers_before)
+    oracle_error = writers >= 2 and effective in _SPARK_FILE_SOURCES and not allow
+    assert bool(raised_at) == oracle_error
+    if raised_at and (own_query or declared_first or with_rules):
+        assert raised_at == [2]  # at the second writer, not later
+
+
+def test_def_112_names_the_flows_and_words_the_fix_for_the_front_end() -> None:
+    for where, fix in ((Where("p.py:4"), "unionByName"), (Where("f.sql:4", sql=True), "UNION ALL")):
+        state = PlanState(PipelineOptions())
+        plan_declared_table(DatasetRules("events"), PipelineOptions(), state=state,
+                            format="json")
+        plan_append_flow("events", "a", state=state)
+        with pytest.raises(SdpExpectError) as caught:
+            plan_append_flow("events", "b", state=state, where=where)
+        error = caught.value
+        assert error.code == "SDPX-DEF-112" and error.dataset == "events"
+        assert error.location == where.location
+        assert "stored as json (its format)" in str(error) and "'a', 'b'" in str(error)
+        assert fix in (error.fix or "")
+        assert "sdp_expect.multiple_flows_on_file_formats" in (error.fix or "")
 
 
 def test_def_108_rules_on_an_auto_cdc_target() -> None:

@@ -321,7 +321,16 @@ def test_streaming_table_without_query_records_its_rules_for_flows_in_any_file(
     (tmp_path / "b.sql").write_text(
         "CREATE FLOW web AS INSERT INTO events BY NAME SELECT * FROM STREAM(raw_web);\n"
         "CREATE FLOW shop AS INSERT INTO events BY NAME SELECT * FROM STREAM(raw_shop);\n")
-    first, second = sql.translate_files([str(tmp_path / "a.sql"), str(tmp_path / "b.sql")])
+    files = [str(tmp_path / "a.sql"), str(tmp_path / "b.sql")]
+    # Two flows into a parquet table (the default) are SDPX-DEF-112 at the second one...
+    with pytest.raises(SdpExpectError) as caught:
+        sql.translate_files(files)
+    assert caught.value.code == "SDPX-DEF-112" and caught.value.dataset == "events"
+    assert caught.value.place is not None and caught.value.place.line == 2
+    assert "UNION ALL" in (caught.value.fix or "")
+    # ... unless the table's format is known safe (USING delta) or the user says it is.
+    first, second = sql.translate_files(
+        files, conf={"sdp_expect.multiple_flows_on_file_formats": "allow"})
     assert [s.split(" AS ")[0] for s in statements_of(first.text)] == [
         "CREATE STREAMING TABLE events",
         "CREATE STREAMING TABLE events_quarantine COMMENT 'Records that sdp-expect dropped from "

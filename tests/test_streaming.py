@@ -11,6 +11,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.connect.session import SparkSession
 from sdp_runner import MakePipeline, RunResult
 
+from sdp_expect import SdpExpectError
 from sdp_expect import pipelines as dp
 
 SCHEMA = "id INT, amount INT, source STRING"
@@ -27,28 +28,28 @@ def metrics_by_name(result: RunResult, dataset: str) -> dict[str, dict[str, Any]
     return {row["expectation"]: row for row in result.rows(f"{dataset}_dq_metrics")}
 
 
-def test_create_streaming_table_rules_apply_to_two_append_flows(
-        make_pipeline: MakePipeline) -> None:
-    """Both flows get the table's rules and their own companion flows.
+WEB_ROWS = [(1, 10, "web"), (None, 5, "web"), (3, -1, "web")]
+SHOP_ROWS = [(4, 7, "shop"), (5, None, "shop")]
+KEPT = [(1, 10, "web"), (4, 7, "shop")]
+QUARANTINED = {
+    (None, 5, "web"): ["valid_id"],
+    (3, -1, "web"): ["not_negative"],
+    (5, None, "shop"): ["small", "not_negative"],
+}
 
-    Spark's parquet file sink keeps one commit log per table and assumes one
-    writer: when two streaming flows append to one parquet table, the batch
-    that commits second is skipped as "already committed" (an open-source
-    SDP limitation, see the README). So the records are checked flow by flow:
-    whatever a flow wrote is right, and each flow was compiled with the rules.
-    """
-    pipeline = make_pipeline()
-    web, shop = pipeline.path("web"), pipeline.path("shop")
-    write_json(web, "1.json", [(1, 10, "web"), (None, 5, "web"), (3, -1, "web")])
-    write_json(shop, "1.json", [(4, 7, "shop"), (5, None, "shop")])
 
+def _orders_rules() -> None:
+    dp.create_streaming_table(
+        "orders",
+        expect_all={"small": "amount < 10"},
+        expect_all_or_drop={"valid_id": "id IS NOT NULL", "not_negative": "amount >= 0"},
+        quarantine=True,
+    )
+
+
+def _two_flows(web: Path, shop: Path) -> Any:
     def define(spark: SparkSession) -> None:
-        dp.create_streaming_table(
-            "orders",
-            expect_all={"small": "amount < 10"},
-            expect_all_or_drop={"valid_id": "id IS NOT NULL", "not_negative": "amount >= 0"},
-            quarantine=True,
-        )
+        _orders_rules()
 
         @dp.append_flow(target="orders")
         def from_web() -> DataFrame:
@@ -58,24 +59,86 @@ def test_create_streaming_table_rules_apply_to_two_append_flows(
         def shop_flow() -> DataFrame:
             return spark.readStream.schema(SCHEMA).json(str(shop))
 
+    return define
+
+
+def test_two_flows_into_a_parquet_streaming_table_are_refused_where_defined(
+        make_pipeline: MakePipeline) -> None:
+    """Spark's parquet file sink keeps one commit log per table and assumes one
+    writer: the second flow's batches would be skipped as "already committed"
+    and the table, its quarantine and its metrics would count one flow's records.
+    The second flow is refused before anything runs (docs/semantics.md#several-flows)."""
+    pipeline = make_pipeline()
+    web, shop = pipeline.path("web"), pipeline.path("shop")
+    write_json(web, "1.json", WEB_ROWS)
+    write_json(shop, "1.json", SHOP_ROWS)
+    pipeline.definitions = _two_flows(web, shop)
+    result = pipeline.run()
+    assert result.events == [], "no flow may start when the definition is wrong"
+    error = result.error
+    assert isinstance(error, SdpExpectError), result.output
+    assert error.code == "SDPX-DEF-112"
+    assert error.dataset == "orders"
+    assert error.place is not None and error.place.line is not None
+    message = str(error)
+    assert "'from_web', 'from_shop'" in message and "parquet" in message
+    assert "spark.sql.sources.default" in message  # no format= given: the session's
+    assert "delta" in message and "sdp_expect.multiple_flows_on_file_formats" in message
+
+
+def test_one_flow_over_a_union_is_exact_on_parquet(make_pipeline: MakePipeline) -> None:
+    """The fix SDPX-DEF-112 names: one flow reading both sources. Every record of
+    both sources is kept, quarantined or counted exactly once, read through Spark."""
+    pipeline = make_pipeline()
+    web, shop = pipeline.path("web"), pipeline.path("shop")
+    write_json(web, "1.json", WEB_ROWS)
+    write_json(shop, "1.json", SHOP_ROWS)
+
+    def define(spark: SparkSession) -> None:
+        _orders_rules()
+
+        @dp.append_flow(target="orders")
+        def from_both() -> DataFrame:
+            return spark.readStream.schema(SCHEMA).json(str(web)).unionByName(
+                spark.readStream.schema(SCHEMA).json(str(shop)))
+
     pipeline.definitions = define
+    result = pipeline.run()
+    assert result.ok, result.output
+    kept = pipeline.spark.createDataFrame(KEPT, SCHEMA)
+    assert_df_equality(result.table("orders"), kept, ignore_row_order=True,
+                       ignore_nullable=True)
+    quarantine = {(r["id"], r["amount"], r["source"]): r["_failed_expectations"]
+                  for r in result.rows("orders_quarantine")}
+    assert quarantine == QUARANTINED
+    metrics = metrics_by_name(result, "orders")
+    assert {name: (row["total_records"], row["failed_records"])
+            for name, row in metrics.items()} == {
+        "small": (5, 2), "valid_id": (5, 1), "not_negative": (5, 2)}
+
+
+def test_two_flows_allowed_by_the_setting_each_get_the_rules(
+        make_pipeline: MakePipeline) -> None:
+    """``sdp_expect.multiple_flows_on_file_formats = allow`` is for a user whose storage
+    is safe; on this machine's parquet it is not, so only what each flow wrote is
+    checked: whatever a flow wrote is right, and each flow was compiled with the rules
+    and its own companion flows."""
+    pipeline = make_pipeline(conf={"sdp_expect.multiple_flows_on_file_formats": "allow"})
+    web, shop = pipeline.path("web"), pipeline.path("shop")
+    write_json(web, "1.json", WEB_ROWS)
+    write_json(shop, "1.json", SHOP_ROWS)
+    pipeline.definitions = _two_flows(web, shop)
     result = pipeline.run()
     assert result.ok, result.output
     for flow in ("from_web", "from_shop"):
         assert result.flows[flow] == "orders"
         assert result.flows[f"{flow}_to_quarantine"] == "orders_quarantine"
         assert result.flows[f"{flow}_to_dq_records"] == "orders_dq_records"
-    kept = {(1, 10, "web"), (4, 7, "shop")}
-    quarantined = {
-        (None, 5, "web"): ["valid_id"],
-        (3, -1, "web"): ["not_negative"],
-        (5, None, "shop"): ["small", "not_negative"],
-    }
     target = {(r["id"], r["amount"], r["source"]) for r in result.rows("orders")}
-    assert target and target <= kept
+    assert target and target <= set(KEPT)
     for row in result.rows("orders_quarantine"):
         key = (row["id"], row["amount"], row["source"])
-        assert row["_failed_expectations"] == quarantined[key]
+        assert row["_failed_expectations"] == QUARANTINED[key]
     metrics = metrics_by_name(result, "orders")
     assert set(metrics) == {"small", "valid_id", "not_negative"}
     for row in metrics.values():

@@ -382,7 +382,8 @@ class Translator:
         if not statement.checked:
             out.statement(f"{_head(statement)}\nAS {statement.query.text}", statement.position,
                           statement.query)
-            plan_unchecked_dataset(name.dataset, state=self.state)
+            plan_unchecked_dataset(name.dataset, kind, state=self.state,
+                                   where=_where(statement.position), format=statement.using)
             return
         plan = plan_dataset(rules, kind, scope.options, state=self.state,
                             where=_where(statement.position), format=statement.using)
@@ -404,7 +405,8 @@ class Translator:
     def _flow(self, statement: FlowStatement, scope: _FileScope, out: _Writer) -> None:
         """A flow; into a table with expectations, with its companion flows (``append_flow``)."""
         target = statement.target
-        plan = plan_append_flow(target.dataset, statement.name.dataset, state=self.state)
+        plan = plan_append_flow(target.dataset, statement.name.dataset, state=self.state,
+                                where=_where(statement.position))
         comment = f" COMMENT {statement.comment}" if statement.comment else ""
         head = f"CREATE FLOW {statement.name.text}{comment} AS INSERT INTO {target.text} BY NAME"
         query = statement.query
