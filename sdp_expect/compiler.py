@@ -193,6 +193,35 @@ class RuleLogic:
                 for e in self.rules.expectations) + ") AS failed",
         ]
 
+    def counts_from_kept(self) -> list[str]:
+        """The one-row counts of the records a materialized view kept (read back from
+        the view itself): how many, and per rule how many violate it. Only warn rules
+        are evaluated: a kept record passed every drop and fail rule when it was checked,
+        so those count 0 here by definition (not by evaluating them a second time)."""
+        return ["count(1) AS _sdpx_kept",
+                *(f"count_if({self.violates(e)}) AS _sdpx_kept_{i}" if e.action is Action.WARN
+                  else f"CAST(0 AS BIGINT) AS _sdpx_kept_{i}"
+                  for i, e in enumerate(self.rules.expectations))]
+
+    def counts_from_quarantine(self) -> list[str]:
+        """The one-row counts of the records a materialized view dropped (its quarantine):
+        how many, and per rule how many name it in ``_failed_expectations``."""
+        return ["count(1) AS _sdpx_dropped",
+                *(f"count_if(array_contains({FAILED_EXPECTATIONS_COLUMN}, {sql_string(e.name)})) "
+                  f"AS _sdpx_dropped_{i}" if e.action is not Action.FAIL
+                  else f"CAST(0 AS BIGINT) AS _sdpx_dropped_{i}"
+                  for i, e in enumerate(self.rules.expectations))]
+
+    def counts_from_companions(self) -> list[str]:
+        """The one-row counts ``(total, dropped, failed[])`` from the joined one-row
+        counts of :meth:`counts_from_kept` and :meth:`counts_from_quarantine`."""
+        return [
+            "_sdpx_kept + _sdpx_dropped AS total",
+            "_sdpx_dropped AS dropped",
+            "array(" + ", ".join(f"_sdpx_kept_{i} + _sdpx_dropped_{i}"
+                                 for i in range(len(self.rules.expectations))) + ") AS failed",
+        ]
+
     def metrics_rows(self) -> str:
         """One row per expectation from the one-row ``(total, dropped, failed[])`` counts.
 
@@ -261,6 +290,15 @@ class RuleLogic:
         counts = ", ".join(self.counts_from_query())
         return (f"SELECT {self.metrics_rows()}\n"
                 f"FROM (SELECT {counts}\nFROM {source}{where}) AS _sdpx_counts")
+
+    def metrics_select_from_companions(self, kept: str, quarantine: str) -> str:
+        """``SELECT`` of a materialized view's metrics from what it wrote: the view
+        ``kept`` and its quarantine ``quarantine`` (docs/performance.md)."""
+        return (f"SELECT {self.metrics_rows()}\n"
+                f"FROM (SELECT {', '.join(self.counts_from_companions())}\n"
+                f"FROM (SELECT {', '.join(self.counts_from_kept())}\nFROM {kept}) AS _sdpx_k\n"
+                f"CROSS JOIN (SELECT {', '.join(self.counts_from_quarantine())}\n"
+                f"FROM {quarantine}) AS _sdpx_q) AS _sdpx_counts")
 
     def metrics_select_from_record_log(self, log: str) -> str:
         """``SELECT`` of a streaming table's metrics from its record log ``log``."""

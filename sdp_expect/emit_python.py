@@ -81,6 +81,15 @@ def metrics_from_record_log(logic: RuleLogic, log: DataFrame) -> DataFrame:
     return log.selectExpr(*logic.counts_from_record_log()).selectExpr(logic.metrics_rows())
 
 
+def metrics_from_companions(logic: RuleLogic, kept: DataFrame, dropped: DataFrame
+                            ) -> DataFrame:
+    """``<dataset>_dq_metrics`` of a materialized view, counted from what it wrote: the
+    view's records and its quarantine's (one-row counts of each, joined)."""
+    counts = kept.selectExpr(*logic.counts_from_kept()).crossJoin(
+        dropped.selectExpr(*logic.counts_from_quarantine()))
+    return counts.selectExpr(*logic.counts_from_companions()).selectExpr(logic.metrics_rows())
+
+
 def rule_check(logic: RuleLogic, query: DataFrame, expectation: Expectation) -> DataFrame:
     """The query with one column: ``expectation``'s constraint alone, as written."""
     return query.selectExpr(logic.rule_check_column(expectation))
@@ -129,9 +138,13 @@ def _flow_query(flow: FlowSpec, query: DataFrame, like: Callable[..., Any]) -> Q
     if flow.reads is None:
         return returning(apply(flow, query), like)
     spark = SparkSession.active()
-    name = flow.reads
+    name, also = flow.reads, flow.also_reads
 
     def read_query() -> DataFrame:
+        if also is not None:
+            assert flow.logic is not None and flow.step is Step.METRICS_FROM_COMPANIONS
+            return metrics_from_companions(flow.logic, spark.read.table(name),
+                                           spark.read.table(also))
         return apply(flow, spark.read.table(name))
 
     return read_query
@@ -161,7 +174,7 @@ def _dataset(spec: DatasetSpec, query: DataFrame, func: Callable[..., Any],
         return
     DATASET_DECORATORS[spec.kind](name=spec.name, comment=spec.comment,
                                spark_conf=dict(flow.spark_conf))(
-        _flow_query(flow, query, _STEPS[flow.step]))
+        _flow_query(flow, query, _STEPS.get(flow.step, metrics_from_companions)))
 
 
 def emit(plan: Plan, query: Optional[DataFrame], func: Callable[..., Any],

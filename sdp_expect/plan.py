@@ -207,6 +207,7 @@ class Step(str, enum.Enum):
     RECORD_LOG = "record log"
     METRICS_FROM_QUERY = "metrics from the query"
     METRICS_FROM_RECORD_LOG = "metrics from the record log"
+    METRICS_FROM_COMPANIONS = "metrics from the kept and the dropped records"
 
 
 @dataclass(frozen=True)
@@ -239,6 +240,8 @@ class FlowSpec:
     :param reads: None: the flow's query (the user's); else the dataset it reads.
     :param spark_conf: The flow's Spark conf.
     :param logic: The rules' logic (not compared: the plan's rules are).
+    :param also_reads: A second dataset it reads (the quarantine, for metrics counted
+        from what a materialized view wrote).
     """
 
     name: str
@@ -247,12 +250,16 @@ class FlowSpec:
     reads: Optional[str] = None
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     logic: Optional[RuleLogic] = field(default=None, compare=False, repr=False)
+    also_reads: Optional[str] = None
 
-    def select(self, source: str) -> str:
-        """The flow's ``SELECT`` from the relation ``source`` (what it reads), as the
-        compiler writes it."""
+    def select(self, source: str, also: Optional[str] = None) -> str:
+        """The flow's ``SELECT`` from the relation ``source`` (what it reads; ``also``:
+        the relation of :attr:`also_reads`), as the compiler writes it."""
         logic = self.logic
         assert logic is not None
+        if self.step is Step.METRICS_FROM_COMPANIONS:
+            assert also is not None
+            return logic.metrics_select_from_companions(source, also)
         if self.step is Step.TARGET:
             return logic.target_select(source)
         if self.step is Step.QUARANTINE:
@@ -496,7 +503,16 @@ def plan_dataset(rules: DatasetRules, kind: DatasetKind, options: PipelineOption
                 companions.quarantine, kind, Role.QUARANTINE, quarantine_comment(name),
                 query=FlowSpec(companions.quarantine, companions.quarantine, Step.QUARANTINE,
                                spark_conf=conf, logic=logic)))
-        if companions.metrics:
+        if companions.metrics and companions.quarantine:
+            # Counted from what the view and its quarantine wrote, not from a third pass
+            # over the query: cheaper, and the counts agree with both tables even when
+            # the query is not deterministic (docs/performance.md#materialized-view).
+            datasets.append(DatasetSpec(
+                companions.metrics, kind, Role.METRICS, metrics_comment(name, streaming=False),
+                query=FlowSpec(companions.metrics, companions.metrics,
+                               Step.METRICS_FROM_COMPANIONS, reads=name,
+                               also_reads=companions.quarantine, logic=logic)))
+        elif companions.metrics:
             datasets.append(DatasetSpec(
                 companions.metrics, kind, Role.METRICS, metrics_comment(name, streaming=False),
                 query=FlowSpec(companions.metrics, companions.metrics, Step.METRICS_FROM_QUERY,

@@ -65,8 +65,8 @@ def shape(plan: Plan) -> dict[str, Any]:
     (a decorator's line, a SQL statement's line) left out."""
     def flow(spec: planner.FlowSpec) -> tuple[Any, ...]:
         source = "src" if spec.reads is None else spec.reads
-        return (spec.name, spec.target, spec.step, spec.reads, dict(spec.spark_conf),
-                spec.select(source))
+        return (spec.name, spec.target, spec.step, spec.reads, spec.also_reads,
+                dict(spec.spark_conf), spec.select(source, spec.also_reads))
 
     return {
         "rules": [(e.name, e.constraint, e.action) for e in plan.rules.expectations],
@@ -185,8 +185,13 @@ def test_a_materialized_view_is_planned_alike_by_every_front_end(
         ("orders", Role.TARGET), ("orders_quarantine", Role.QUARANTINE),
         ("orders_dq_metrics", Role.METRICS)]
     assert plans[0].flows == ()
-    assert all(d.query is not None and d.query.spark_conf == NO_RETRY_CONF
-               for d in plans[0].datasets)
+    target, kept_out, metrics = (d.query for d in plans[0].datasets)
+    assert target is not None and kept_out is not None and metrics is not None
+    # The flows that check the fail rule are not retried; the metrics, counted from
+    # what the view and its quarantine wrote, check nothing.
+    assert target.spark_conf == NO_RETRY_CONF and kept_out.spark_conf == NO_RETRY_CONF
+    assert metrics.step is Step.METRICS_FROM_COMPANIONS and dict(metrics.spark_conf) == {}
+    assert (metrics.reads, metrics.also_reads) == ("orders", "orders_quarantine")
 
 
 def test_a_streaming_table_and_its_flows_are_planned_alike(

@@ -490,7 +490,8 @@ def _dataset_sql(spec: DatasetSpec, table: Name, head: str, source: str) -> str:
     if flow is None:
         return text
     read = source if flow.reads is None else table.sibling(flow.reads)
-    return f"{text}\nAS {flow.select(read)}"
+    also = None if flow.also_reads is None else table.sibling(flow.also_reads)
+    return f"{text}\nAS {flow.select(read, also)}"
 
 
 def _flow_sql(spec: FlowSpec, flow: Name, table: Name, head: str, source: str) -> str:
