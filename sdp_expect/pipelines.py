@@ -61,7 +61,10 @@ from sdp_expect.spark_version import SCD_TYPE_2, spark_has
 QueryFunction = Callable[[], DataFrame]
 Decorator = Callable[[QueryFunction], QueryFunction]
 
-_OWN_NAMES = [
+# A literal list, so that type checkers see the exports: pyspark.pipelines' own names, each
+# defined here (create_auto_cdc_flow is added below where the installed pyspark has it;
+# tests/test_api_surface.py checks that none is missing), and ours.
+__all__ = [
     "append_flow",
     "create_sink",
     "create_streaming_table",
@@ -78,7 +81,6 @@ _OWN_NAMES = [
     "table",
     "temporary_view",
 ]
-__all__ = sorted(set(_OWN_NAMES) | set(getattr(_sdp, "__all__", [])))
 
 _PENDING_ATTR = "__sdp_expect__"
 
@@ -625,6 +627,7 @@ def create_sink(name: str, format: str, options: Optional[Dict[str, str]] = None
 _SDP_AUTO_CDC: Optional[Callable[..., None]] = getattr(_sdp, "create_auto_cdc_flow", None)
 
 if _SDP_AUTO_CDC is not None:  # Spark 4.2+
+    __all__ += ["create_auto_cdc_flow"]
 
     def create_auto_cdc_flow(target: str, source: str, *args: Any, **kwargs: Any) -> None:
         """Create an Auto CDC flow, as ``pyspark.pipelines.create_auto_cdc_flow`` does.
