@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Union
+from typing import Iterable, Optional
 
 from sdp_expect.constraint_check import check_constraint
 from sdp_expect.errors import Location, SdpExpectError
@@ -50,7 +50,7 @@ class Action(str, enum.Enum):
 
 def parse_action(value: object, *, dataset: Optional[str] = None,
                  expectation: Optional[str] = None,
-                 location: Union[Location, str, None] = None) -> Action:
+                 location: Optional[Location] = None) -> Action:
     """Turn ``'warn' | 'drop' | 'fail'`` (any case) or an :class:`Action` into an Action.
 
     :raises SdpExpectError: SDPX-VAL-006 for anything else.
@@ -79,16 +79,14 @@ class Expectation:
         ``_failed_expectations`` and error lines.
     :param constraint: A Spark SQL boolean expression, as written by the user.
     :param action: :class:`Action` for records that violate it.
-    :param origin: Where it was declared (for error messages), e.g. a rule
-        file path or ``'decorator'``.
+    :param place: Where it was declared, when the front end knew it: a decorator's
+        file and line, a SQL file's line, a rule file's rule (``str(place)`` for people).
     """
 
     name: str
     constraint: str
     action: Action = Action.WARN
-    origin: Optional[str] = field(default=None, compare=False)
     place: Optional[Location] = field(default=None, compare=False)
-    """Where it was declared, as values, when the front end knew them."""
 
 
 def make_expectation(
@@ -97,7 +95,7 @@ def make_expectation(
     action: object = Action.WARN,
     *,
     dataset: Optional[str] = None,
-    origin: Union[Location, str, None] = None,
+    place: Optional[Location] = None,
 ) -> Expectation:
     """Validate the three parts of an expectation and build it.
 
@@ -107,8 +105,8 @@ def make_expectation(
         non-deterministic functions.
     :param action: ``warn``, ``drop``, ``fail`` or an :class:`Action`.
     :param dataset: The dataset it belongs to, for error messages.
-    :param origin: Where it was declared, for error messages (kept as text in
-        :attr:`Expectation.origin`).
+    :param place: Where it was declared (:attr:`Expectation.place`, and the place of
+        the errors raised here).
     :raises SdpExpectError: SDPX-VAL-002, -008, -001, -006, -010 or -011.
     """
     label = name if isinstance(name, str) else None
@@ -117,10 +115,10 @@ def make_expectation(
             "SDPX-VAL-008",
             f"the expectation name must be a string, got {type(name).__name__} {name!r}",
             dataset=dataset,
-            location=origin,
+            location=place,
         )
     if not name.strip():
-        raise SdpExpectError("SDPX-VAL-002", dataset=dataset, expectation=name, location=origin)
+        raise SdpExpectError("SDPX-VAL-002", dataset=dataset, expectation=name, location=place)
     if not isinstance(constraint, str):
         kind = "a Python callable" if callable(constraint) else type(constraint).__name__
         raise SdpExpectError(
@@ -130,11 +128,11 @@ def make_expectation(
             expectation=label,
             fix="write the constraint as SQL text, e.g. 'amount >= 0'; Python functions and "
             "Column objects cannot be expectations",
-            location=origin,
+            location=place,
         )
     if not constraint.strip():
-        raise SdpExpectError("SDPX-VAL-001", dataset=dataset, expectation=label, location=origin)
-    act = parse_action(action, dataset=dataset, expectation=label, location=origin)
+        raise SdpExpectError("SDPX-VAL-001", dataset=dataset, expectation=label, location=place)
+    act = parse_action(action, dataset=dataset, expectation=label, location=place)
     problem = check_constraint(constraint)
     if problem is not None:
         raise SdpExpectError(
@@ -142,11 +140,9 @@ def make_expectation(
             f"{problem.message} in constraint {constraint!r}",
             dataset=dataset,
             expectation=label,
-            location=origin,
+            location=place,
         )
-    return Expectation(name=name, constraint=constraint, action=act,
-                       origin=None if origin is None else str(origin),
-                       place=origin if isinstance(origin, Location) else None)
+    return Expectation(name=name, constraint=constraint, action=act, place=place)
 
 
 @dataclass(frozen=True)
@@ -183,7 +179,7 @@ class DatasetRules:
         """Append one rule, rejecting a name the dataset already has (SDPX-VAL-071)."""
         for existing in self.expectations:
             if existing.name == expectation.name:
-                where = [o for o in (existing.origin, expectation.origin) if o]
+                where = [str(p) for p in (existing.place, expectation.place) if p is not None]
                 raise SdpExpectError(
                     "SDPX-VAL-071",
                     "two expectations of one dataset share a name"

@@ -151,10 +151,10 @@ def _stacking(decorator: str, label: Optional[str], source: RuleSource) -> Decor
 # Expectation decorators
 # ---------------------------------------------------------------------------------------------
 def _single(decorator: str, action: Action, name: str, constraint: str) -> Decorator:
-    origin = _where(get_caller_source_code_location(stacklevel=2))
+    place = _where(get_caller_source_code_location(stacklevel=2))
 
     def source(dataset: str) -> List[Expectation]:
-        return [make_expectation(name, constraint, action, dataset=dataset, origin=origin)]
+        return [make_expectation(name, constraint, action, dataset=dataset, place=place)]
 
     return _stacking(decorator, name if isinstance(name, str) else None, source)
 
@@ -196,7 +196,7 @@ def expect_or_fail(name: str, constraint: str) -> Decorator:
 
 
 def _group(decorator: str, action: Action, args: tuple[Any, ...], kwargs: Mapping[str, Any],
-           origin: Location) -> Decorator:
+           place: Location) -> Decorator:
     if len(args) != 1 or kwargs or not isinstance(args[0], Mapping):
         shown = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
         single = {"expect_all": "expect", "expect_all_or_drop": "expect_or_drop",
@@ -206,7 +206,7 @@ def _group(decorator: str, action: Action, args: tuple[Any, ...], kwargs: Mappin
             f"@{decorator}({shown}) must be given exactly one dict {{name: constraint}}",
             fix=f"write @{decorator}({{'name': 'constraint', ...}}); for one rule use "
             f"@{single}(name, constraint)",
-            location=origin,
+            location=place,
         )
 
         def reject(func: QueryFunction) -> QueryFunction:
@@ -218,7 +218,7 @@ def _group(decorator: str, action: Action, args: tuple[Any, ...], kwargs: Mappin
 
     def source(dataset: str) -> List[Expectation]:
         return [
-            make_expectation(name, constraint, action, dataset=dataset, origin=origin)
+            make_expectation(name, constraint, action, dataset=dataset, place=place)
             for name, constraint in rules.items()
         ]
 
@@ -233,8 +233,8 @@ def expect_all(*expectations: Mapping[str, str], **wrong: Any) -> Decorator:
 
     :param expectations: Exactly one dict of name to constraint.
     """
-    origin = _where(get_caller_source_code_location(stacklevel=1))
-    return _group("expect_all", Action.WARN, expectations, wrong, origin)
+    place = _where(get_caller_source_code_location(stacklevel=1))
+    return _group("expect_all", Action.WARN, expectations, wrong, place)
 
 
 def expect_all_or_drop(*expectations: Mapping[str, str], **wrong: Any) -> Decorator:
@@ -244,8 +244,8 @@ def expect_all_or_drop(*expectations: Mapping[str, str], **wrong: Any) -> Decora
 
     :param expectations: Exactly one dict of name to constraint.
     """
-    origin = _where(get_caller_source_code_location(stacklevel=1))
-    return _group("expect_all_or_drop", Action.DROP, expectations, wrong, origin)
+    place = _where(get_caller_source_code_location(stacklevel=1))
+    return _group("expect_all_or_drop", Action.DROP, expectations, wrong, place)
 
 
 def expect_all_or_fail(*expectations: Mapping[str, str], **wrong: Any) -> Decorator:
@@ -253,8 +253,8 @@ def expect_all_or_fail(*expectations: Mapping[str, str], **wrong: Any) -> Decora
 
     :param expectations: Exactly one dict of name to constraint.
     """
-    origin = _where(get_caller_source_code_location(stacklevel=1))
-    return _group("expect_all_or_fail", Action.FAIL, expectations, wrong, origin)
+    place = _where(get_caller_source_code_location(stacklevel=1))
+    return _group("expect_all_or_fail", Action.FAIL, expectations, wrong, place)
 
 
 def expect_from_file(path: str, tag: Optional[str] = None) -> Decorator:
@@ -557,7 +557,7 @@ def create_streaming_table(
             )
         for rule_name, constraint in group.items():
             rules.add(make_expectation(rule_name, constraint, _EXPECT_ALL_KWARGS[keyword],
-                                       dataset=name, origin=_where(location)))
+                                       dataset=name, place=_where(location)))
     table_options = _drop_none(comment=comment, table_properties=table_properties,
                                partition_cols=partition_cols, cluster_by=cluster_by,
                                schema=schema, format=format)

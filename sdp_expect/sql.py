@@ -32,7 +32,7 @@ from sdp_expect.dbsql.render import (
     Translator,
 )
 from sdp_expect.dbsql.statements import DatasetStatement, Statement
-from sdp_expect.errors import SdpExpectError
+from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.options import PipelineOptions, read_options
 from sdp_expect.plan import PlanState
 
@@ -66,7 +66,7 @@ def include(pattern: str) -> list[Translation]:
 
     caller = get_caller_source_code_location(stacklevel=1)
     base_dir = os.path.dirname(os.path.abspath(caller.filename))
-    files = _matching_files(pattern, base_dir, f"{caller.filename}:{caller.line_number}")
+    files = _matching_files(pattern, base_dir, Location(caller.filename, caller.line_number))
     registry = real_registry()
     translator = Translator(graph_state(), _pipeline_retry_attempts(registry), check_views=True)
     registered: list[Translation] = []
@@ -167,7 +167,7 @@ def _translate_file(translator: Translator, path: str, shown: str) -> Translatio
     return translator.translate(statements, shown)
 
 
-def _matching_files(pattern: str, base_dir: str, caller: str) -> list[str]:
+def _matching_files(pattern: str, base_dir: str, caller: Location) -> list[str]:
     """The ``.sql`` files a folder, glob or file names, sorted; SDPX-SQL-303 when none.
 
     :param pattern: A folder, a glob or a file.

@@ -739,7 +739,7 @@ class _Statement:
                                    f"{_shown(bad)}", dataset=dataset)
         statement.checked = True
         statement.rules.add(make_expectation(name, constraint, action, dataset=dataset,
-                                             origin=origin))
+                                             place=origin))
 
     def _clause(self, statement: DatasetStatement, properties: _Properties) -> None:
         """One clause between the name (or column list) and ``AS``.
