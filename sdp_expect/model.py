@@ -17,10 +17,14 @@ from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.names import quarantine_name
 
 __all__ = [
+    "DECORATORS",
+    "GROUP_DECORATORS",
     "Action",
     "DatasetRules",
     "Expectation",
     "QuarantineSpec",
+    "RuleNames",
+    "either",
     "make_expectation",
     "parse_action",
 ]
@@ -35,7 +39,12 @@ class DatasetKind(str, enum.Enum):
 
 
 class Action(str, enum.Enum):
-    """What happens to a record that violates an expectation."""
+    """What happens to a record that violates an expectation.
+
+    The one definition of the action words (``warn``, ``drop``, ``fail``) and of the
+    decorator names made from them (:attr:`decorator`, :attr:`group_decorator`): the
+    front ends and tools read them from here.
+    """
 
     WARN = "warn"
     """The record is written to the target and counted."""
@@ -46,6 +55,36 @@ class Action(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+    @property
+    def decorator(self) -> str:
+        """The decorator of one rule: ``expect``, ``expect_or_drop``, ``expect_or_fail``
+        (also a rule file's ``type`` and group)."""
+        return _decorator("expect", self)
+
+    @property
+    def group_decorator(self) -> str:
+        """The decorator of several rules, also a keyword of ``create_streaming_table``
+        and a rule file's group: ``expect_all``, ``expect_all_or_drop``, ``expect_all_or_fail``."""
+        return _decorator("expect_all", self)
+
+
+def _decorator(stem: str, action: Action) -> str:
+    # Databricks' naming: a warn rule is the bare stem, the others say their action.
+    return stem if action is Action.WARN else f"{stem}_or_{action.value}"
+
+
+DECORATORS: dict[str, Action] = {action.decorator: action for action in Action}
+"""``expect``, ``expect_or_drop``, ``expect_or_fail`` and the action of each."""
+
+GROUP_DECORATORS: dict[str, Action] = {action.group_decorator: action for action in Action}
+"""``expect_all``, ``expect_all_or_drop``, ``expect_all_or_fail`` and the action of each."""
+
+
+def either(words: Iterable[str]) -> str:
+    """The choices a message offers: ``'warn, drop or fail'``."""
+    listed = [str(word) for word in words]
+    return listed[0] if len(listed) == 1 else f"{', '.join(listed[:-1])} or {listed[-1]}"
 
 
 def parse_action(value: object, *, dataset: Optional[str] = None,
@@ -145,6 +184,39 @@ def make_expectation(
     return Expectation(name=name, constraint=constraint, action=act, place=place)
 
 
+class RuleNames:
+    """The names the rules of one scope have so far, and where each was declared: the one
+    check that no two rules share a name (SDPX-VAL-071).
+
+    The scope is one dataset (:meth:`DatasetRules.add`), one rule file (its grammar)
+    or the rules given to :func:`~sdp_expect.rules.as_kwargs`; the same name may be
+    used again in another scope.
+
+    :param dataset: The dataset the scope is, named in the error; None when unknown.
+    """
+
+    def __init__(self, dataset: Optional[str] = None) -> None:
+        self.dataset = dataset
+        self._places: dict[str, Optional[Location]] = {}
+
+    def clash(self, name: str, place: Optional[Location] = None) -> Optional[SdpExpectError]:
+        """Take ``name`` for the rule declared at ``place``; when an earlier rule has it,
+        the name stays the earlier rule's and the error naming both places is returned
+        (a reader that collects errors goes on, the others raise it)."""
+        if name not in self._places:
+            self._places[name] = place
+            return None
+        where = [str(p) for p in (self._places[name], place) if p is not None]
+        of = "" if self.dataset is None else " of one dataset"
+        return SdpExpectError(
+            "SDPX-VAL-071",
+            f"two expectations{of} share a name"
+            + (f" (declared in {' and '.join(where)})" if where else ""),
+            dataset=self.dataset,
+            expectation=name,
+        )
+
+
 @dataclass(frozen=True)
 class QuarantineSpec:
     """Quarantine for one dataset: the dropped records go to ``name``.
@@ -177,16 +249,12 @@ class DatasetRules:
 
     def add(self, expectation: Expectation) -> None:
         """Append one rule, rejecting a name the dataset already has (SDPX-VAL-071)."""
+        names = RuleNames(self.dataset)
         for existing in self.expectations:
-            if existing.name == expectation.name:
-                where = [str(p) for p in (existing.place, expectation.place) if p is not None]
-                raise SdpExpectError(
-                    "SDPX-VAL-071",
-                    "two expectations of one dataset share a name"
-                    + (f" (declared in {' and '.join(where)})" if where else ""),
-                    dataset=self.dataset,
-                    expectation=expectation.name,
-                )
+            names.clash(existing.name, existing.place)
+        clash = names.clash(expectation.name, expectation.place)
+        if clash is not None:
+            raise clash
         self.expectations.append(expectation)
 
     def extend(self, expectations: Iterable[Expectation]) -> None:

@@ -33,6 +33,7 @@ from pyspark.sql.types import StructType
 from sdp_expect.emit_python import DATASET_DECORATORS, emit, returning
 from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.model import (
+    GROUP_DECORATORS,
     Action,
     DatasetKind,
     DatasetRules,
@@ -83,12 +84,6 @@ __all__ = [
 ]
 
 _PENDING_ATTR = "__sdp_expect__"
-
-_EXPECT_ALL_KWARGS = {
-    "expect_all": Action.WARN,
-    "expect_all_or_drop": Action.DROP,
-    "expect_all_or_fail": Action.FAIL,
-}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -150,13 +145,13 @@ def _stacking(decorator: str, label: Optional[str], source: RuleSource) -> Decor
 # ---------------------------------------------------------------------------------------------
 # Expectation decorators
 # ---------------------------------------------------------------------------------------------
-def _single(decorator: str, action: Action, name: str, constraint: str) -> Decorator:
+def _single(action: Action, name: str, constraint: str) -> Decorator:
     place = _where(get_caller_source_code_location(stacklevel=2))
 
     def source(dataset: str) -> List[Expectation]:
         return [make_expectation(name, constraint, action, dataset=dataset, place=place)]
 
-    return _stacking(decorator, name if isinstance(name, str) else None, source)
+    return _stacking(action.decorator, name if isinstance(name, str) else None, source)
 
 
 def expect(name: str, constraint: str) -> Decorator:
@@ -170,7 +165,7 @@ def expect(name: str, constraint: str) -> Decorator:
         record passes only when it is TRUE (NULL is a violation unless the
         pipeline sets ``sdp_expect.null_result: pass``).
     """
-    return _single("expect", Action.WARN, name, constraint)
+    return _single(Action.WARN, name, constraint)
 
 
 def expect_or_drop(name: str, constraint: str) -> Decorator:
@@ -179,7 +174,7 @@ def expect_or_drop(name: str, constraint: str) -> Decorator:
     :param name: The expectation's name, unique within the dataset.
     :param constraint: A Spark SQL boolean expression.
     """
-    return _single("expect_or_drop", Action.DROP, name, constraint)
+    return _single(Action.DROP, name, constraint)
 
 
 def expect_or_fail(name: str, constraint: str) -> Decorator:
@@ -192,20 +187,19 @@ def expect_or_fail(name: str, constraint: str) -> Decorator:
     :param name: The expectation's name, unique within the dataset.
     :param constraint: A Spark SQL boolean expression.
     """
-    return _single("expect_or_fail", Action.FAIL, name, constraint)
+    return _single(Action.FAIL, name, constraint)
 
 
-def _group(decorator: str, action: Action, args: tuple[Any, ...], kwargs: Mapping[str, Any],
+def _group(action: Action, args: tuple[Any, ...], kwargs: Mapping[str, Any],
            place: Location) -> Decorator:
+    decorator = action.group_decorator
     if len(args) != 1 or kwargs or not isinstance(args[0], Mapping):
         shown = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
-        single = {"expect_all": "expect", "expect_all_or_drop": "expect_or_drop",
-                  "expect_all_or_fail": "expect_or_fail"}[decorator]
         problem = SdpExpectError(
             "SDPX-DEF-101",
             f"@{decorator}({shown}) must be given exactly one dict {{name: constraint}}",
             fix=f"write @{decorator}({{'name': 'constraint', ...}}); for one rule use "
-            f"@{single}(name, constraint)",
+            f"@{action.decorator}(name, constraint)",
             location=place,
         )
 
@@ -234,7 +228,7 @@ def expect_all(*expectations: Mapping[str, str], **wrong: Any) -> Decorator:
     :param expectations: Exactly one dict of name to constraint.
     """
     place = _where(get_caller_source_code_location(stacklevel=1))
-    return _group("expect_all", Action.WARN, expectations, wrong, place)
+    return _group(Action.WARN, expectations, wrong, place)
 
 
 def expect_all_or_drop(*expectations: Mapping[str, str], **wrong: Any) -> Decorator:
@@ -245,7 +239,7 @@ def expect_all_or_drop(*expectations: Mapping[str, str], **wrong: Any) -> Decora
     :param expectations: Exactly one dict of name to constraint.
     """
     place = _where(get_caller_source_code_location(stacklevel=1))
-    return _group("expect_all_or_drop", Action.DROP, expectations, wrong, place)
+    return _group(Action.DROP, expectations, wrong, place)
 
 
 def expect_all_or_fail(*expectations: Mapping[str, str], **wrong: Any) -> Decorator:
@@ -254,7 +248,7 @@ def expect_all_or_fail(*expectations: Mapping[str, str], **wrong: Any) -> Decora
     :param expectations: Exactly one dict of name to constraint.
     """
     place = _where(get_caller_source_code_location(stacklevel=1))
-    return _group("expect_all_or_fail", Action.FAIL, expectations, wrong, place)
+    return _group(Action.FAIL, expectations, wrong, place)
 
 
 def expect_from_file(path: str, tag: Optional[str] = None) -> Decorator:
@@ -544,7 +538,7 @@ def create_streaming_table(
     if quarantine:
         rules.quarantine = QuarantineSpec(name=quarantine if isinstance(quarantine, str) else None)
     for keyword, group in expectations.items():
-        if keyword not in _EXPECT_ALL_KWARGS:
+        if keyword not in GROUP_DECORATORS:
             raise TypeError(
                 f"create_streaming_table() got an unexpected keyword argument {keyword!r}"
             )
@@ -556,7 +550,7 @@ def create_streaming_table(
                 location=_where(location),
             )
         for rule_name, constraint in group.items():
-            rules.add(make_expectation(rule_name, constraint, _EXPECT_ALL_KWARGS[keyword],
+            rules.add(make_expectation(rule_name, constraint, GROUP_DECORATORS[keyword],
                                        dataset=name, place=_where(location)))
     table_options = _drop_none(comment=comment, table_properties=table_properties,
                                partition_cols=partition_cols, cluster_by=cluster_by,

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Union
 
 from sdp_expect.errors import Location, SdpExpectError
-from sdp_expect.model import Action, Expectation
+from sdp_expect.model import Action, Expectation, RuleNames
 from sdp_expect.rules.describe import kind_of
 from sdp_expect.rules.document import (
     MAX_ALIAS_EXPANSION,
@@ -60,12 +60,6 @@ __all__ = [
 ]
 
 StrPath = Union[str, "os.PathLike[str]"]
-
-_KWARGS: dict[Action, str] = {
-    Action.WARN: "expect_all",
-    Action.DROP: "expect_all_or_drop",
-    Action.FAIL: "expect_all_or_fail",
-}
 
 
 def check_file(
@@ -153,16 +147,12 @@ def as_kwargs(expectations: Iterable[Expectation]) -> dict[str, dict[str, str]]:
         ``{name: constraint}`` in the order given.
     :raises SdpExpectError: SDPX-VAL-071 when two rules share a name.
     """
-    grouped: dict[str, dict[str, str]] = {key: {} for key in _KWARGS.values()}
-    seen: dict[str, Optional[Location]] = {}
+    grouped: dict[str, dict[str, str]] = {action.group_decorator: {} for action in Action}
+    names = RuleNames()
     for expectation in expectations:
-        if expectation.name in seen:
-            where = [str(p) for p in (seen[expectation.name], expectation.place) if p is not None]
-            raise SdpExpectError(
-                "SDPX-VAL-071",
-                "two rules share a name" + (f" ({' and '.join(where)})" if where else ""),
-                expectation=expectation.name,
-            )
-        seen[expectation.name] = expectation.place
-        grouped[_KWARGS[expectation.action]][expectation.name] = expectation.constraint
+        clash = names.clash(expectation.name, expectation.place)
+        if clash is not None:
+            raise clash
+        group = Action(expectation.action).group_decorator  # also an action given as text
+        grouped[group][expectation.name] = expectation.constraint
     return {key: rules for key, rules in grouped.items() if rules}

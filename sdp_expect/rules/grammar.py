@@ -7,12 +7,22 @@ every mistake it meets and goes on, up to :data:`MAX_ERRORS`.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from dataclasses import dataclass
 from typing import Any, Optional
 
 from sdp_expect.errors import Location, SdpExpectError
-from sdp_expect.model import Action, Expectation, make_expectation, parse_action
+from sdp_expect.model import (
+    DECORATORS,
+    GROUP_DECORATORS,
+    Action,
+    Expectation,
+    RuleNames,
+    either,
+    make_expectation,
+    parse_action,
+)
 from sdp_expect.rules.describe import describe, is_scalar, key_label, kind_of
 from sdp_expect.rules.document import Document
 from sdp_expect.rules.errors import RuleError, RuleFileError
@@ -22,19 +32,8 @@ __all__ = ["MAX_ERRORS", "RuleEntry", "RuleFileCheck", "Reader", "StopReading"]
 MAX_ERRORS = 1000
 """Checking a file stops after this many errors (a huge broken file must not exhaust memory)."""
 
-_GROUPS: dict[str, Action] = {
-    "expect": Action.WARN,
-    "expect_or_drop": Action.DROP,
-    "expect_or_fail": Action.FAIL,
-    "expect_all": Action.WARN,
-    "expect_all_or_drop": Action.DROP,
-    "expect_all_or_fail": Action.FAIL,
-}
-_TYPES: dict[str, Action] = {
-    "expect": Action.WARN,
-    "expect_or_drop": Action.DROP,
-    "expect_or_fail": Action.FAIL,
-}
+_GROUPS: dict[str, Action] = {**DECORATORS, **GROUP_DECORATORS}
+_TYPES = DECORATORS
 _WRAPPER = "expectations"
 _LIST_KEYS = ("name", "message", "constraint", "expression", "failureAction", "type", "tag",
               "tags", "action")
@@ -106,7 +105,7 @@ class Reader:
         self.duplicates = document.duplicates
         self.errors: list[RuleError] = []
         self.entries: list[RuleEntry] = []
-        self.names: dict[str, tuple[int, str]] = {}
+        self.names = RuleNames()
         self.rules = 0
         self.warnings: list[str] = []
         self.group: Optional[str] = None
@@ -242,8 +241,7 @@ class Reader:
             typed = _TYPES.get(kind.strip().lower()) if isinstance(kind, str) else None
             if typed is None:
                 self.error("SDPX-VAL-006", f"unknown type {describe(kind)}", place,
-                           fix="use type expect, expect_or_drop or expect_or_fail, or "
-                           "failureAction warn, drop or fail")
+                           fix=f"use type {either(_TYPES)}, or failureAction {either(Action)}")
             chosen = chosen or typed
         return chosen or Action.WARN
 
@@ -252,7 +250,7 @@ class Reader:
             return parse_action(value)
         except SdpExpectError:
             self.error("SDPX-VAL-006", f"unknown {key} {describe(value)}", place,
-                       fix=f"use {key}: warn, drop or fail")
+                       fix=f"use {key}: {either(Action)}")
             return None
 
     def text_field(self, entry: dict[Any, Any], keys: tuple[str, ...],
@@ -386,12 +384,13 @@ class Reader:
 
     def claim(self, name: str, place: Location) -> bool:
         """Record ``name`` for the current rule; report SDPX-VAL-071 when an earlier rule has it."""
-        where = f"{place.part}" if self.group is None else f"{place.part} of group {self.group!r}"
-        first, first_where = self.names.setdefault(name, (self.rules, where))
-        if first == self.rules:
+        # Two groups of the grouped format may each have a rule of one key: say which group.
+        where = place if self.group is None else dataclasses.replace(
+            place, label=f"{place.part} of group {self.group!r}")
+        clash = self.names.clash(name, where)
+        if clash is None:
             return True
-        self.error("SDPX-VAL-071", f"the name {describe(name)} is already used by {first_where}",
-                   place, expectation=name,
+        self.error(clash.code, clash.detail, place, expectation=name,
                    fix="give each rule of the file its own name")
         return False
 
@@ -410,7 +409,7 @@ def _action_hint(value: object) -> str:
             return lowered
         if lowered in _TYPES:
             return _TYPES[lowered].value
-    return "warn, drop or fail"
+    return either(Action)
 
 
 
