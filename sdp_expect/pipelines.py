@@ -658,11 +658,8 @@ _ADDED_IN: dict[str, tuple[int, int]] = {"create_auto_cdc_flow": (4, 2)}
 
 
 def _missing(feature: str, since: tuple[int, int]) -> MissingFeatureError:
-    """SDPX-DEF-109: ``feature`` needs Spark ``since``; says which pyspark is installed.
-
-    :param feature: What is missing, e.g. ``'create_auto_cdc_flow'``.
-    :param since: The release that added it.
-    """
+    """SDPX-DEF-109: ``feature`` (e.g. ``'create_auto_cdc_flow'``) needs Spark ``since``,
+    the release that added it; says which pyspark is installed."""
     major, minor = since
     return MissingFeatureError(
         "SDPX-DEF-109", f"{feature} arrived in Spark {major}.{minor}; the installed pyspark is "

@@ -347,10 +347,9 @@ def _uses(node: ast.AST, name: str) -> bool:
 
 def _add_spark(tree: ast.Module, edits: TextEdits, file: str,
                also: Iterable[int] = ()) -> Optional[Finding]:
-    """Define ``spark`` after the imports of a file that uses it without defining it.
-
-    :param also: Indices of top-level statements that the rewrites made use ``spark``.
-    """
+    """Define ``spark`` after the imports of a file that uses it without defining it,
+    counting as uses the top-level statements (by index, ``also``) that the rewrites
+    made use it."""
     rewritten = set(also)
     if _binds_spark(tree) or not (_uses(tree, "spark") or rewritten):
         return None
