@@ -151,10 +151,8 @@ def _rejected(message: str) -> ConstraintProblem:
 
 
 def _check_well_formed(tokens: list[Token]) -> Optional[ConstraintProblem]:
-    """The first sign that ``tokens`` cannot be one SQL expression, if any.
-
-    :param tokens: The constraint's tokens, without comments; not empty.
-    """
+    """The first sign that ``tokens`` (a constraint's, without comments; not empty)
+    cannot be one SQL expression, if any."""
     open_stack: list[Token] = []
     prev: Optional[Token] = None
     for token in tokens:
@@ -214,11 +212,7 @@ _OPERAND_ENDS = frozenset(
 
 
 def _ends_operand(token: Token, before: Optional[Token]) -> bool:
-    """Whether ``token`` can end an operand (a name, a literal, a closing bracket).
-
-    :param token: The token.
-    :param before: The token before it, if any.
-    """
+    """Whether ``token`` can end an operand (a name, a literal, a closing bracket)."""
     if token.kind is TokenKind.IDENT:
         after_dot = before is not None and before.kind is TokenKind.DOT
         return after_dot or token.text.lower() not in _KEYWORD_OPERATORS
@@ -230,9 +224,8 @@ def _check_keyword_operands(tokens: list[Token]) -> Optional[ConstraintProblem]:
 
     Only where no valid expression has it: the keyword follows an operand (so it
     is not a column that happens to be called ``and``) and ends the expression,
-    a bracket or a list item; or it is ``IS NOT`` at such an end.
-
-    :param tokens: The constraint's tokens, without comments.
+    a bracket or a list item; or it is ``IS NOT`` at such an end. ``tokens`` has no
+    comments.
     """
     for i, token in enumerate(tokens):
         if token.kind is not TokenKind.IDENT or token.text.lower() not in _KEYWORD_OPERATORS:
@@ -250,11 +243,7 @@ def _check_keyword_operands(tokens: list[Token]) -> Optional[ConstraintProblem]:
 
 
 def _qualifier(tokens: list[Token], index: int) -> tuple[str, ...]:
-    """The qualifier parts before the name at ``index``: ``("system", "builtin")``.
-
-    :param tokens: The constraint's tokens.
-    :param index: Position of a function name in ``tokens``.
-    """
+    """The qualifier parts before the function name at ``index``: ``("system", "builtin")``."""
     parts: list[str] = []
     i = index
     while i >= 2 and tokens[i - 1].kind is TokenKind.DOT and tokens[i - 2].kind in _NAMES:
@@ -265,11 +254,7 @@ def _qualifier(tokens: list[Token], index: int) -> tuple[str, ...]:
 
 
 def _is_query_start(tokens: list[Token], index: int) -> bool:
-    """Whether the keyword at ``index`` (right after a '(') opens a query.
-
-    :param tokens: The constraint's tokens.
-    :param index: Position of a WITH, VALUES, FROM or TABLE identifier.
-    """
+    """Whether the WITH, VALUES, FROM or TABLE at ``index`` (right after a '(') opens a query."""
     keyword = tokens[index].text.lower()
     if index + 1 >= len(tokens):
         return False
@@ -287,10 +272,8 @@ def _is_query_start(tokens: list[Token], index: int) -> bool:
 
 
 def _check_constructs(tokens: list[Token]) -> Optional[ConstraintProblem]:
-    """The first construct in ``tokens`` that an expectation cannot contain, if any.
-
-    :param tokens: The constraint's tokens, without comments.
-    """
+    """The first construct in ``tokens`` (without comments) that an expectation cannot
+    contain, if any."""
     count = len(tokens)
     for i, token in enumerate(tokens):
         kind = token.kind

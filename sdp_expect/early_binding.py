@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
+from sdp_expect.errors import Location
 from sdp_expect.spark_version import Release, spark_has
 
 __all__ = [
@@ -232,9 +233,9 @@ def early_reads(relation: Any, spark_version: Optional[str] = None) -> list[Earl
     return found
 
 
-def describe(read: EarlyRead, reader: str, where: object) -> str:
+def describe(read: EarlyRead, reader: str, where: Optional[Location]) -> str:
     """The detail of SDPX-DEF-110 for one early read by dataset ``reader``."""
-    at = f" (called at {where})" if where else ""
+    at = f" (called at {where})" if where is not None else ""
     return (f"{read.method}(){at} is applied to a read of pipeline dataset {read.table!r}: "
             f"open-source SDP then binds {reader!r} to the catalog table {read.table!r} "
             f"left by the previous update instead of waiting for this update's, so "

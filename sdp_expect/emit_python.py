@@ -152,13 +152,8 @@ def _flow_query(flow: FlowSpec, query: DataFrame, like: Callable[..., Any]) -> Q
 
 def _dataset(spec: DatasetSpec, query: DataFrame, func: Callable[..., Any],
              options: Dict[str, Any]) -> None:
-    """Register one dataset of a plan.
-
-    :param spec: The dataset.
-    :param query: The user's query.
-    :param func: The user's query function (its name and docstring go on).
-    :param options: The user's options of the dataset itself.
-    """
+    """Register one dataset of a plan, with the user's ``options`` of the dataset itself;
+    the user's query function ``func`` lends it its name and docstring."""
     flow = spec.query
     if spec.role is Role.TARGET:  # the dataset itself, with the user's options
         if flow is None:

@@ -16,28 +16,41 @@ __all__ = ["ERROR_CATALOGUE", "ErrorSpec", "Location", "SdpExpectError"]
 
 @dataclass(frozen=True)
 class Location:
-    """Where a mistake is, as values: a file and a line (and column) in it, or a rule
-    of a rule file by its number. Readers use the fields; the text is for people.
+    """Where a mistake is, as values: a file and a line (and column) in it, or a part of a
+    rule file. Readers use the fields; the text is for people.
 
     :param file: The file, as shown to the user.
     :param line: 1-based line, when known.
     :param column: 1-based column, when known (shown as ``file:line:column``).
-    :param rule: 1-based number of a rule in a rule file (shown as ``file, rule 3``).
+    :param rule: 1-based number of a rule in a rule file's list (shown as ``file, rule 3``).
+    :param label: A part of a rule file that no number names, as people read it: a rule
+        by its key (``rule 'id > 0'``), a group (``group 'expect_or_drop'``). A rule file
+        is input, so the grammar gives its keys shortened, never whole.
     """
 
     file: str
     line: Optional[int] = None
     column: Optional[int] = None
     rule: Optional[int] = None
+    label: Optional[str] = None
 
     def __str__(self) -> str:
-        if self.rule is not None:
-            return f"{self.file}, rule {self.rule}"
+        part = self.part
+        if part is not None:
+            return f"{self.file}, {part}"
         if self.line is None:
             return self.file
         if self.column is None:
             return f"{self.file}:{self.line}"
         return f"{self.file}:{self.line}:{self.column}"
+
+    @property
+    def part(self) -> Optional[str]:
+        """The part of a rule file, as people read it (``rule 3``, ``rule 'id > 0'``);
+        None for a place that is the whole file or a line of it."""
+        if self.rule is not None:
+            return f"rule {self.rule}"
+        return self.label
 
     @classmethod
     def from_dict(cls, value: Any) -> Optional[Location]:
@@ -46,12 +59,14 @@ class Location:
             return None
         numbers = {key: value[key] for key in ("line", "column", "rule")
                    if isinstance(value.get(key), int)}
-        return cls(value["file"], **numbers)
+        label = value.get("label")
+        return cls(value["file"], **numbers, label=label if isinstance(label, str) else None)
 
     def as_dict(self) -> dict[str, Any]:
         """For JSON documents (``None`` fields left out)."""
         return {key: value for key, value in (("file", self.file), ("line", self.line),
-                                             ("column", self.column), ("rule", self.rule))
+                                             ("column", self.column), ("rule", self.rule),
+                                             ("label", self.label))
                 if value is not None}
 
 
@@ -282,8 +297,7 @@ class SdpExpectError(ValueError):
     :param expectation: The expectation concerned, when known.
     :param fix: What to do instead; defaults to the catalogue's fix.
     :param location: Where the mistake is: a :class:`Location` (its fields are
-        :attr:`place`), or text where no finer structure is known (a Python source
-        location as pyspark gives it).
+        :attr:`place`). Every raise site of sdp-expect gives one.
     """
 
     def __init__(
@@ -294,6 +308,9 @@ class SdpExpectError(ValueError):
         dataset: Optional[str] = None,
         expectation: Optional[str] = None,
         fix: Optional[str] = None,
+        # Text is still accepted (``.place`` is then None): the class is public, and code
+        # outside the package, which raises or rebuilds it (``with_context`` on an error
+        # made from text), has no Location to give.
         location: Union[Location, str, None] = None,
     ) -> None:
         spec = ERROR_CATALOGUE[code]

@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Union
+from typing import Iterable, Optional
 
 from sdp_expect.constraint_check import check_constraint
 from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.names import quarantine_name
 
 __all__ = [
+    "DECORATORS",
+    "GROUP_DECORATORS",
     "Action",
     "DatasetRules",
     "Expectation",
     "QuarantineSpec",
+    "RuleNames",
+    "either",
     "make_expectation",
     "parse_action",
 ]
@@ -35,7 +39,12 @@ class DatasetKind(str, enum.Enum):
 
 
 class Action(str, enum.Enum):
-    """What happens to a record that violates an expectation."""
+    """What happens to a record that violates an expectation.
+
+    The one definition of the action words (``warn``, ``drop``, ``fail``) and of the
+    decorator names made from them (:attr:`decorator`, :attr:`group_decorator`): the
+    front ends and tools read them from here.
+    """
 
     WARN = "warn"
     """The record is written to the target and counted."""
@@ -47,10 +56,40 @@ class Action(str, enum.Enum):
     def __str__(self) -> str:
         return self.value
 
+    @property
+    def decorator(self) -> str:
+        """The decorator of one rule: ``expect``, ``expect_or_drop``, ``expect_or_fail``
+        (also a rule file's ``type`` and group)."""
+        return _decorator("expect", self)
+
+    @property
+    def group_decorator(self) -> str:
+        """The decorator of several rules, also a keyword of ``create_streaming_table``
+        and a rule file's group: ``expect_all``, ``expect_all_or_drop``, ``expect_all_or_fail``."""
+        return _decorator("expect_all", self)
+
+
+def _decorator(stem: str, action: Action) -> str:
+    # Databricks' naming: a warn rule is the bare stem, the others say their action.
+    return stem if action is Action.WARN else f"{stem}_or_{action.value}"
+
+
+DECORATORS: dict[str, Action] = {action.decorator: action for action in Action}
+"""``expect``, ``expect_or_drop``, ``expect_or_fail`` and the action of each."""
+
+GROUP_DECORATORS: dict[str, Action] = {action.group_decorator: action for action in Action}
+"""``expect_all``, ``expect_all_or_drop``, ``expect_all_or_fail`` and the action of each."""
+
+
+def either(words: Iterable[str]) -> str:
+    """The choices a message offers: ``'warn, drop or fail'``."""
+    listed = [str(word) for word in words]
+    return listed[0] if len(listed) == 1 else f"{', '.join(listed[:-1])} or {listed[-1]}"
+
 
 def parse_action(value: object, *, dataset: Optional[str] = None,
                  expectation: Optional[str] = None,
-                 location: Union[Location, str, None] = None) -> Action:
+                 location: Optional[Location] = None) -> Action:
     """Turn ``'warn' | 'drop' | 'fail'`` (any case) or an :class:`Action` into an Action.
 
     :raises SdpExpectError: SDPX-VAL-006 for anything else.
@@ -79,16 +118,14 @@ class Expectation:
         ``_failed_expectations`` and error lines.
     :param constraint: A Spark SQL boolean expression, as written by the user.
     :param action: :class:`Action` for records that violate it.
-    :param origin: Where it was declared (for error messages), e.g. a rule
-        file path or ``'decorator'``.
+    :param place: Where it was declared, when the front end knew it: a decorator's
+        file and line, a SQL file's line, a rule file's rule (``str(place)`` for people).
     """
 
     name: str
     constraint: str
     action: Action = Action.WARN
-    origin: Optional[str] = field(default=None, compare=False)
     place: Optional[Location] = field(default=None, compare=False)
-    """Where it was declared, as values, when the front end knew them."""
 
 
 def make_expectation(
@@ -97,7 +134,7 @@ def make_expectation(
     action: object = Action.WARN,
     *,
     dataset: Optional[str] = None,
-    origin: Union[Location, str, None] = None,
+    place: Optional[Location] = None,
 ) -> Expectation:
     """Validate the three parts of an expectation and build it.
 
@@ -107,8 +144,8 @@ def make_expectation(
         non-deterministic functions.
     :param action: ``warn``, ``drop``, ``fail`` or an :class:`Action`.
     :param dataset: The dataset it belongs to, for error messages.
-    :param origin: Where it was declared, for error messages (kept as text in
-        :attr:`Expectation.origin`).
+    :param place: Where it was declared (:attr:`Expectation.place`, and the place of
+        the errors raised here).
     :raises SdpExpectError: SDPX-VAL-002, -008, -001, -006, -010 or -011.
     """
     label = name if isinstance(name, str) else None
@@ -117,10 +154,10 @@ def make_expectation(
             "SDPX-VAL-008",
             f"the expectation name must be a string, got {type(name).__name__} {name!r}",
             dataset=dataset,
-            location=origin,
+            location=place,
         )
     if not name.strip():
-        raise SdpExpectError("SDPX-VAL-002", dataset=dataset, expectation=name, location=origin)
+        raise SdpExpectError("SDPX-VAL-002", dataset=dataset, expectation=name, location=place)
     if not isinstance(constraint, str):
         kind = "a Python callable" if callable(constraint) else type(constraint).__name__
         raise SdpExpectError(
@@ -130,11 +167,11 @@ def make_expectation(
             expectation=label,
             fix="write the constraint as SQL text, e.g. 'amount >= 0'; Python functions and "
             "Column objects cannot be expectations",
-            location=origin,
+            location=place,
         )
     if not constraint.strip():
-        raise SdpExpectError("SDPX-VAL-001", dataset=dataset, expectation=label, location=origin)
-    act = parse_action(action, dataset=dataset, expectation=label, location=origin)
+        raise SdpExpectError("SDPX-VAL-001", dataset=dataset, expectation=label, location=place)
+    act = parse_action(action, dataset=dataset, expectation=label, location=place)
     problem = check_constraint(constraint)
     if problem is not None:
         raise SdpExpectError(
@@ -142,11 +179,42 @@ def make_expectation(
             f"{problem.message} in constraint {constraint!r}",
             dataset=dataset,
             expectation=label,
-            location=origin,
+            location=place,
         )
-    return Expectation(name=name, constraint=constraint, action=act,
-                       origin=None if origin is None else str(origin),
-                       place=origin if isinstance(origin, Location) else None)
+    return Expectation(name=name, constraint=constraint, action=act, place=place)
+
+
+class RuleNames:
+    """The names the rules of one scope have so far, and where each was declared: the one
+    check that no two rules share a name (SDPX-VAL-071).
+
+    The scope is one dataset (:meth:`DatasetRules.add`), one rule file (its grammar)
+    or the rules given to :func:`~sdp_expect.rules.as_kwargs`; the same name may be
+    used again in another scope.
+
+    :param dataset: The dataset the scope is, named in the error; None when unknown.
+    """
+
+    def __init__(self, dataset: Optional[str] = None) -> None:
+        self.dataset = dataset
+        self._places: dict[str, Optional[Location]] = {}
+
+    def clash(self, name: str, place: Optional[Location] = None) -> Optional[SdpExpectError]:
+        """Take ``name`` for the rule declared at ``place``; when an earlier rule has it,
+        the name stays the earlier rule's and the error naming both places is returned
+        (a reader that collects errors goes on, the others raise it)."""
+        if name not in self._places:
+            self._places[name] = place
+            return None
+        where = [str(p) for p in (self._places[name], place) if p is not None]
+        of = "" if self.dataset is None else " of one dataset"
+        return SdpExpectError(
+            "SDPX-VAL-071",
+            f"two expectations{of} share a name"
+            + (f" (declared in {' and '.join(where)})" if where else ""),
+            dataset=self.dataset,
+            expectation=name,
+        )
 
 
 @dataclass(frozen=True)
@@ -181,16 +249,12 @@ class DatasetRules:
 
     def add(self, expectation: Expectation) -> None:
         """Append one rule, rejecting a name the dataset already has (SDPX-VAL-071)."""
+        names = RuleNames(self.dataset)
         for existing in self.expectations:
-            if existing.name == expectation.name:
-                where = [o for o in (existing.origin, expectation.origin) if o]
-                raise SdpExpectError(
-                    "SDPX-VAL-071",
-                    "two expectations of one dataset share a name"
-                    + (f" (declared in {' and '.join(where)})" if where else ""),
-                    dataset=self.dataset,
-                    expectation=expectation.name,
-                )
+            names.clash(existing.name, existing.place)
+        clash = names.clash(expectation.name, expectation.place)
+        if clash is not None:
+            raise clash
         self.expectations.append(expectation)
 
     def extend(self, expectations: Iterable[Expectation]) -> None:

@@ -33,6 +33,7 @@ from pyspark.sql.types import StructType
 from sdp_expect.emit_python import DATASET_DECORATORS, emit, returning
 from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.model import (
+    GROUP_DECORATORS,
     Action,
     DatasetKind,
     DatasetRules,
@@ -61,7 +62,10 @@ from sdp_expect.spark_version import SCD_TYPE_2, spark_has
 QueryFunction = Callable[[], DataFrame]
 Decorator = Callable[[QueryFunction], QueryFunction]
 
-_OWN_NAMES = [
+# A literal list, so that type checkers see the exports: pyspark.pipelines' own names, each
+# defined here (create_auto_cdc_flow is added below where the installed pyspark has it;
+# tests/test_api_surface.py checks that none is missing), and ours.
+__all__ = [
     "append_flow",
     "create_sink",
     "create_streaming_table",
@@ -78,15 +82,8 @@ _OWN_NAMES = [
     "table",
     "temporary_view",
 ]
-__all__ = sorted(set(_OWN_NAMES) | set(getattr(_sdp, "__all__", [])))
 
 _PENDING_ATTR = "__sdp_expect__"
-
-_EXPECT_ALL_KWARGS = {
-    "expect_all": Action.WARN,
-    "expect_all_or_drop": Action.DROP,
-    "expect_all_or_fail": Action.FAIL,
-}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -148,13 +145,13 @@ def _stacking(decorator: str, label: Optional[str], source: RuleSource) -> Decor
 # ---------------------------------------------------------------------------------------------
 # Expectation decorators
 # ---------------------------------------------------------------------------------------------
-def _single(decorator: str, action: Action, name: str, constraint: str) -> Decorator:
-    origin = _where(get_caller_source_code_location(stacklevel=2))
+def _single(action: Action, name: str, constraint: str) -> Decorator:
+    place = _where(get_caller_source_code_location(stacklevel=2))
 
     def source(dataset: str) -> List[Expectation]:
-        return [make_expectation(name, constraint, action, dataset=dataset, origin=origin)]
+        return [make_expectation(name, constraint, action, dataset=dataset, place=place)]
 
-    return _stacking(decorator, name if isinstance(name, str) else None, source)
+    return _stacking(action.decorator, name if isinstance(name, str) else None, source)
 
 
 def expect(name: str, constraint: str) -> Decorator:
@@ -168,7 +165,7 @@ def expect(name: str, constraint: str) -> Decorator:
         record passes only when it is TRUE (NULL is a violation unless the
         pipeline sets ``sdp_expect.null_result: pass``).
     """
-    return _single("expect", Action.WARN, name, constraint)
+    return _single(Action.WARN, name, constraint)
 
 
 def expect_or_drop(name: str, constraint: str) -> Decorator:
@@ -177,7 +174,7 @@ def expect_or_drop(name: str, constraint: str) -> Decorator:
     :param name: The expectation's name, unique within the dataset.
     :param constraint: A Spark SQL boolean expression.
     """
-    return _single("expect_or_drop", Action.DROP, name, constraint)
+    return _single(Action.DROP, name, constraint)
 
 
 def expect_or_fail(name: str, constraint: str) -> Decorator:
@@ -190,21 +187,20 @@ def expect_or_fail(name: str, constraint: str) -> Decorator:
     :param name: The expectation's name, unique within the dataset.
     :param constraint: A Spark SQL boolean expression.
     """
-    return _single("expect_or_fail", Action.FAIL, name, constraint)
+    return _single(Action.FAIL, name, constraint)
 
 
-def _group(decorator: str, action: Action, args: tuple[Any, ...], kwargs: Mapping[str, Any],
-           origin: Location) -> Decorator:
+def _group(action: Action, args: tuple[Any, ...], kwargs: Mapping[str, Any],
+           place: Location) -> Decorator:
+    decorator = action.group_decorator
     if len(args) != 1 or kwargs or not isinstance(args[0], Mapping):
         shown = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
-        single = {"expect_all": "expect", "expect_all_or_drop": "expect_or_drop",
-                  "expect_all_or_fail": "expect_or_fail"}[decorator]
         problem = SdpExpectError(
             "SDPX-DEF-101",
             f"@{decorator}({shown}) must be given exactly one dict {{name: constraint}}",
             fix=f"write @{decorator}({{'name': 'constraint', ...}}); for one rule use "
-            f"@{single}(name, constraint)",
-            location=origin,
+            f"@{action.decorator}(name, constraint)",
+            location=place,
         )
 
         def reject(func: QueryFunction) -> QueryFunction:
@@ -216,7 +212,7 @@ def _group(decorator: str, action: Action, args: tuple[Any, ...], kwargs: Mappin
 
     def source(dataset: str) -> List[Expectation]:
         return [
-            make_expectation(name, constraint, action, dataset=dataset, origin=origin)
+            make_expectation(name, constraint, action, dataset=dataset, place=place)
             for name, constraint in rules.items()
         ]
 
@@ -231,8 +227,8 @@ def expect_all(*expectations: Mapping[str, str], **wrong: Any) -> Decorator:
 
     :param expectations: Exactly one dict of name to constraint.
     """
-    origin = _where(get_caller_source_code_location(stacklevel=1))
-    return _group("expect_all", Action.WARN, expectations, wrong, origin)
+    place = _where(get_caller_source_code_location(stacklevel=1))
+    return _group(Action.WARN, expectations, wrong, place)
 
 
 def expect_all_or_drop(*expectations: Mapping[str, str], **wrong: Any) -> Decorator:
@@ -242,8 +238,8 @@ def expect_all_or_drop(*expectations: Mapping[str, str], **wrong: Any) -> Decora
 
     :param expectations: Exactly one dict of name to constraint.
     """
-    origin = _where(get_caller_source_code_location(stacklevel=1))
-    return _group("expect_all_or_drop", Action.DROP, expectations, wrong, origin)
+    place = _where(get_caller_source_code_location(stacklevel=1))
+    return _group(Action.DROP, expectations, wrong, place)
 
 
 def expect_all_or_fail(*expectations: Mapping[str, str], **wrong: Any) -> Decorator:
@@ -251,8 +247,8 @@ def expect_all_or_fail(*expectations: Mapping[str, str], **wrong: Any) -> Decora
 
     :param expectations: Exactly one dict of name to constraint.
     """
-    origin = _where(get_caller_source_code_location(stacklevel=1))
-    return _group("expect_all_or_fail", Action.FAIL, expectations, wrong, origin)
+    place = _where(get_caller_source_code_location(stacklevel=1))
+    return _group(Action.FAIL, expectations, wrong, place)
 
 
 def expect_from_file(path: str, tag: Optional[str] = None) -> Decorator:
@@ -543,7 +539,7 @@ def create_streaming_table(
     if quarantine:
         rules.quarantine = QuarantineSpec(name=quarantine if isinstance(quarantine, str) else None)
     for keyword, group in expectations.items():
-        if keyword not in _EXPECT_ALL_KWARGS:
+        if keyword not in GROUP_DECORATORS:
             raise TypeError(
                 f"create_streaming_table() got an unexpected keyword argument {keyword!r}"
             )
@@ -555,8 +551,8 @@ def create_streaming_table(
                 location=_where(location),
             )
         for rule_name, constraint in group.items():
-            rules.add(make_expectation(rule_name, constraint, _EXPECT_ALL_KWARGS[keyword],
-                                       dataset=name, origin=_where(location)))
+            rules.add(make_expectation(rule_name, constraint, GROUP_DECORATORS[keyword],
+                                       dataset=name, place=_where(location)))
     table_options = _drop_none(comment=comment, table_properties=table_properties,
                                partition_cols=partition_cols, cluster_by=cluster_by,
                                schema=schema, format=format)
@@ -627,6 +623,7 @@ def create_sink(name: str, format: str, options: Optional[Dict[str, str]] = None
 _SDP_AUTO_CDC: Optional[Callable[..., None]] = getattr(_sdp, "create_auto_cdc_flow", None)
 
 if _SDP_AUTO_CDC is not None:  # Spark 4.2+
+    __all__ += ["create_auto_cdc_flow"]
 
     def create_auto_cdc_flow(target: str, source: str, *args: Any, **kwargs: Any) -> None:
         """Create an Auto CDC flow, as ``pyspark.pipelines.create_auto_cdc_flow`` does.
@@ -664,11 +661,8 @@ _ADDED_IN: dict[str, tuple[int, int]] = {"create_auto_cdc_flow": (4, 2)}
 
 
 def _missing(feature: str, since: tuple[int, int]) -> MissingFeatureError:
-    """SDPX-DEF-109: ``feature`` needs Spark ``since``; says which pyspark is installed.
-
-    :param feature: What is missing, e.g. ``'create_auto_cdc_flow'``.
-    :param since: The release that added it.
-    """
+    """SDPX-DEF-109: ``feature`` (e.g. ``'create_auto_cdc_flow'``) needs Spark ``since``,
+    the release that added it; says which pyspark is installed."""
     major, minor = since
     return MissingFeatureError(
         "SDPX-DEF-109", f"{feature} arrived in Spark {major}.{minor}; the installed pyspark is "

@@ -23,7 +23,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Mapping, Optional
 
 from sdp_expect.compiler import RuleLogic
 from sdp_expect.errors import Location, SdpExpectError
@@ -83,13 +83,12 @@ CHECK_VIEW_PREFIX = "_sdpx_check_"
 class Where:
     """Where a front end met a definition, for the errors raised while planning it.
 
-    :param location: A SQL statement's :class:`~sdp_expect.errors.Location`, or a
-        Python decorator's ``file:line`` as pyspark gives it.
+    :param location: The SQL statement's, or the Python decorator's, file and line.
     :param sql: True for the Databricks SQL front end: the errors' fixes name
         SQL clauses (``CONSTRAINT``, ``TBLPROPERTIES``) instead of decorators.
     """
 
-    location: Union[Location, str, None] = None
+    location: Optional[Location] = None
     sql: bool = False
 
 
@@ -429,7 +428,8 @@ def rule_checks(logic: RuleLogic, companions: CompanionPlan, flow: str) -> list[
         checks.append(RuleCheck(view, expectation, {
             "kind": "check", "view": view, "dataset": dataset, "flow": flow,
             "expectation": expectation.name, "constraint": expectation.constraint,
-            "action": expectation.action.value, "location": expectation.origin,
+            "action": expectation.action.value,
+            "location": None if expectation.place is None else str(expectation.place),
             "place": None if expectation.place is None else expectation.place.as_dict(),
             "query_view": base}, logic))
     return checks

@@ -27,7 +27,7 @@ import sys
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, TypeVar, Union
+from typing import Any, Callable, Iterator, Optional, TypeVar
 
 import pyspark
 from pyspark.pipelines.graph_element_registry import (
@@ -130,7 +130,7 @@ class GraphState(PlanState):
     """
 
     datasets: set[str] = field(default_factory=set)
-    early_reads: list[tuple[EarlyRead, str, Union[Location, str, None]]] = field(
+    early_reads: list[tuple[EarlyRead, str, Optional[Location]]] = field(
         default_factory=list)
 
 
@@ -190,7 +190,7 @@ def _spec_sql_datasets() -> set[str]:
 
 def evaluate_query(func: Callable[[], DataFrame], flow_name: str, *,
                    reader: Optional[str] = None,
-                   where: Union[Location, str, None] = None) -> DataFrame:
+                   where: Optional[Location] = None) -> DataFrame:
     """Call a query function once, as SDP would when it registers the flow.
 
     The call runs inside the flow's pipeline analysis context and, where the
@@ -202,7 +202,7 @@ def evaluate_query(func: Callable[[], DataFrame], flow_name: str, *,
     to the previous update (:func:`check_reads`).
 
     :param reader: The dataset the flow writes (default ``flow_name``).
-    :param where: The query function's location (``file:line``), for errors.
+    :param where: The query function's file and line, for errors.
     """
     registry = real_registry()
     spark = getattr(registry, "_spark", None)
@@ -307,7 +307,7 @@ def _relation(query: DataFrame) -> Any:
     return plan.plan(client)
 
 
-def _early_error(read: EarlyRead, reader: str, where: Union[Location, str, None],
+def _early_error(read: EarlyRead, reader: str, where: Optional[Location],
                  not_yet: bool = False) -> SdpExpectError:
     detail = describe(read, reader, where)
     if not_yet:
@@ -317,7 +317,7 @@ def _early_error(read: EarlyRead, reader: str, where: Union[Location, str, None]
                           fix=f"{read.rewrite}; see docs/early-binding.md", location=where)
 
 
-def check_reads(query: DataFrame, reader: str, where: Union[Location, str, None],
+def check_reads(query: DataFrame, reader: str, where: Optional[Location],
                 sites: Optional[dict[int, tuple[Location, str]]] = None) -> None:
     """Stop a query that open-source SDP would bind to the previous update's table.
 
@@ -327,8 +327,8 @@ def check_reads(query: DataFrame, reader: str, where: Union[Location, str, None]
 
     :param query: The DataFrame a query function returned.
     :param reader: The dataset the query's flow writes.
-    :param where: The query function's ``file:line``.
-    :param sites: Plan id -> ``file:line`` and name of the method call that built
+    :param where: The query function's file and line.
+    :param sites: Plan id -> file and line, and name, of the method call that built
         that node, when it was called inside the query function.
     """
     relation = _relation(query)
@@ -337,7 +337,7 @@ def check_reads(query: DataFrame, reader: str, where: Union[Location, str, None]
     state = graph_state()
     for read in early_reads(relation):
         site = (sites or {}).get(read.plan_id) if read.plan_id is not None else None
-        location: Union[Location, str, None] = where
+        location: Optional[Location] = where
         if site is not None:
             location, method = site
             read = dataclasses.replace(read, method=method)

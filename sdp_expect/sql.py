@@ -32,7 +32,7 @@ from sdp_expect.dbsql.render import (
     Translator,
 )
 from sdp_expect.dbsql.statements import DatasetStatement, Statement
-from sdp_expect.errors import SdpExpectError
+from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.options import PipelineOptions, read_options
 from sdp_expect.plan import PlanState
 
@@ -66,7 +66,7 @@ def include(pattern: str) -> list[Translation]:
 
     caller = get_caller_source_code_location(stacklevel=1)
     base_dir = os.path.dirname(os.path.abspath(caller.filename))
-    files = _matching_files(pattern, base_dir, f"{caller.filename}:{caller.line_number}")
+    files = _matching_files(pattern, base_dir, Location(caller.filename, caller.line_number))
     registry = real_registry()
     translator = Translator(graph_state(), _pipeline_retry_attempts(registry), check_views=True)
     registered: list[Translation] = []
@@ -148,32 +148,22 @@ def translation_errors(statements: Sequence[Statement], file: str, *,
 
 
 def _settings(conf: Optional[Mapping[str, str]]) -> tuple[PipelineOptions, str]:
-    """The pipeline settings and the retry value that ``conf`` gives.
-
-    :param conf: ``sdp_expect.*`` and ``spark.sql.pipelines.maxFlowRetryAttempts`` values.
-    """
+    """The pipeline settings and the retry value that ``conf`` (``sdp_expect.*`` and
+    ``spark.sql.pipelines.maxFlowRetryAttempts`` values) gives."""
     given = dict(conf or {})
     return read_options(given.get), given.get(RETRY_KEY, DEFAULT_RETRY_ATTEMPTS)
 
 
 def _translate_file(translator: Translator, path: str, shown: str) -> Translation:
-    """Read, parse and translate one file (SDPX-SQL-305 when it cannot be read).
-
-    :param translator: The pipeline's translator.
-    :param path: The file's absolute path.
-    :param shown: The file as shown in messages.
-    """
+    """Read, parse and translate the file at the absolute ``path``, named ``shown`` in
+    messages (SDPX-SQL-305 when it cannot be read)."""
     statements = parse(read_file(path, shown), shown, base_dir=os.path.dirname(path))
     return translator.translate(statements, shown)
 
 
-def _matching_files(pattern: str, base_dir: str, caller: str) -> list[str]:
-    """The ``.sql`` files a folder, glob or file names, sorted; SDPX-SQL-303 when none.
-
-    :param pattern: A folder, a glob or a file.
-    :param base_dir: Where a relative ``pattern`` starts.
-    :param caller: ``file:line`` of the ``include`` call, for the error.
-    """
+def _matching_files(pattern: str, base_dir: str, caller: Location) -> list[str]:
+    """The ``.sql`` files a folder, glob or file names (relative to ``base_dir``), sorted;
+    SDPX-SQL-303 at ``caller``, the ``include`` call, when none."""
     full = os.path.normpath(pattern if os.path.isabs(pattern) else os.path.join(base_dir, pattern))
     if any(character in pattern for character in _GLOB_CHARACTERS):
         found = glob.glob(full, recursive=True)
@@ -191,19 +181,14 @@ def _matching_files(pattern: str, base_dir: str, caller: str) -> list[str]:
 
 
 def _shown(path: str) -> str:
-    """``path`` relative to the current directory (the pipeline's), else absolute.
-
-    :param path: An absolute path.
-    """
+    """The absolute ``path`` relative to the current directory (the pipeline's), else as is."""
     relative = os.path.relpath(path)
     return path if relative.startswith("..") else relative
 
 
 def _pipeline_retry_attempts(registry: Any) -> str:
-    """The pipeline's ``spark.sql.pipelines.maxFlowRetryAttempts``, else SDP's default.
-
-    :param registry: The graph's registry, whose Spark session holds the configuration.
-    """
+    """The pipeline's ``spark.sql.pipelines.maxFlowRetryAttempts``, from the Spark session
+    of the graph's ``registry``, else SDP's default."""
     from pyspark.sql import SparkSession
 
     spark = getattr(registry, "_spark", None) or SparkSession.getActiveSession()

@@ -168,11 +168,8 @@ _OCTAL_ESCAPE = re.compile(r"[01][0-7][0-7]")  # Spark reads \000 to \177 only
 
 
 def _unescape_string(body: str, quote: str) -> str:
-    """Resolve the escapes of a (non-raw) string literal's content, as Spark does.
-
-    :param body: The literal without its enclosing quotes.
-    :param quote: The enclosing quote character.
-    """
+    """Resolve the escapes of a (non-raw) string literal's ``body`` (without its enclosing
+    ``quote`` characters), as Spark does."""
     if "\\" not in body and quote * 2 not in body:
         return body
     out: list[str] = []
@@ -210,11 +207,7 @@ def _unescape_string(body: str, quote: str) -> str:
 
 
 def _scan_quoted(text: str, pos: int) -> int:
-    """Return the end offset of the string literal opening at ``pos``, or -1 if unclosed.
-
-    :param text: The whole source.
-    :param pos: Offset of the opening quote.
-    """
+    """Return the end offset of the string literal opening at ``pos``, or -1 if unclosed."""
     quote = text[pos]
     stop = _SINGLE_QUOTE_STOP if quote == "'" else _DOUBLE_QUOTE_STOP
     n = len(text)
@@ -235,11 +228,7 @@ def _scan_quoted(text: str, pos: int) -> int:
 
 
 def _scan_backticks(text: str, pos: int) -> int:
-    """Return the end offset of the quoted identifier opening at ``pos``, or -1 if unclosed.
-
-    :param text: The whole source.
-    :param pos: Offset of the opening backtick.
-    """
+    """Return the end offset of the quoted identifier opening at ``pos``, or -1 if unclosed."""
     n = len(text)
     i = pos + 1
     while True:
@@ -253,11 +242,7 @@ def _scan_backticks(text: str, pos: int) -> int:
 
 
 def _scan_block_comment(text: str, pos: int) -> int:
-    """Return the end offset of the (maybe nested) comment opening at ``pos``, or -1.
-
-    :param text: The whole source.
-    :param pos: Offset of the opening ``/*``.
-    """
+    """Return the end offset of the (maybe nested) comment opening at ``pos``, or -1."""
     depth = 1
     i = pos + 2
     while True:

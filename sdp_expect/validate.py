@@ -231,10 +231,7 @@ def _sort_key(path: str) -> tuple[str, ...]:
 
 
 def _real_path(path: str) -> str:
-    """The file's canonical path (symbolic links resolved), or ``path`` when it has none.
-
-    :param path: The file as shown.
-    """
+    """The file's canonical path (symbolic links resolved), or ``path`` when it has none."""
     try:
         return os.path.realpath(path)
     except (OSError, ValueError):

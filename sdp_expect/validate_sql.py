@@ -91,9 +91,6 @@ def _issues(findings: Findings, path: str) -> list[ValidationIssue]:
     """The SQL file's errors by line; a rule file's only when it cannot be read.
 
     A rule file's other errors are those of the rule file, reported with it.
-
-    :param findings: What :func:`~sdp_expect.dbsql.parse.check` found.
-    :param path: The SQL file as shown.
     """
     found = [(_line_and_column(error.place, path), _issue(error, path))
              for error in findings.errors if not isinstance(error, RuleFileError)]
@@ -104,11 +101,7 @@ def _issues(findings: Findings, path: str) -> list[ValidationIssue]:
 
 
 def _issue(error: SdpExpectError, path: str) -> ValidationIssue:
-    """One error of the SQL file.
-
-    :param error: The error, its place in ``path`` when known.
-    :param path: The SQL file as shown.
-    """
+    """One error of the SQL file."""
     return ValidationIssue(
         code=error.code,
         file=path,
@@ -119,11 +112,7 @@ def _issue(error: SdpExpectError, path: str) -> ValidationIssue:
 
 
 def _unreadable_issue(use: RuleFileUse, path: str) -> ValidationIssue:
-    """SDPX-VAL-003 at the property that names a rule file which cannot be read.
-
-    :param use: The rule file's use.
-    :param path: The SQL file as shown.
-    """
+    """SDPX-VAL-003 at the property that names a rule file which cannot be read."""
     problem = use.check.errors[0]
     where = use.position
     return ValidationIssue(
@@ -137,19 +126,13 @@ def _unreadable_issue(use: RuleFileUse, path: str) -> ValidationIssue:
 
 
 def _unreadable(check: RuleFileCheck) -> bool:
-    """True when the rule file could not be read at all (missing, a directory, no permission).
-
-    :param check: The rule file's check.
-    """
+    """True when the rule file could not be read at all (missing, a directory, no permission)."""
     return len(check.errors) == 1 and check.errors[0].code == _UNREADABLE and not check.rules
 
 
 def _rule_file_shown(name: str, path: str) -> str:
-    """A rule file named in ``path`` as the report names it: from the current directory.
-
-    :param name: The path written in the property (relative to the SQL file's folder).
-    :param path: The SQL file as shown.
-    """
+    """A rule file that the SQL file ``path`` names (``name``, relative to that file's
+    folder) as the report names it: from the current directory."""
     return name if os.path.isabs(name) else os.path.join(os.path.dirname(path), name)
 
 

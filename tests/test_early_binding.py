@@ -186,9 +186,8 @@ class DatasetApi(Protocol):
     def table(self, *, name: str) -> Callable[[Callable[[], DataFrame]], None]: ...
 
 
-# sdp_expect.pipelines computes its __all__ at import, which mypy cannot read: to mypy
-# the module exports nothing, so it is not seen as implementing DatasetApi.
-_DP = cast(DatasetApi, dp)
+# sdp_expect.pipelines' literal __all__ lets mypy check the module against DatasetApi.
+_DP: DatasetApi = dp
 
 
 def _bronze(api: DatasetApi, spark: SparkSession, failing: bool) -> None:

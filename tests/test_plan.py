@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdp_expect import plan as planner
-from sdp_expect.errors import SdpExpectError
+from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.model import Action, DatasetKind, DatasetRules, Expectation, QuarantineSpec
 from sdp_expect.options import PipelineOptions
 from sdp_expect.plan import (
@@ -274,12 +274,12 @@ def test_def_105_rules_on_a_table_after_a_flow_writes_it() -> None:
     state = PlanState(PipelineOptions())
     assert plan_append_flow("t", "f", state=state) is None  # no rules: a plain flow
     assert plan_declared_table(DatasetRules("t"), PipelineOptions(), state=state) is None
-    for where, fix in ((Where("p.py:3"), "dp.create_streaming_table"),
-                       (Where("f.sql:3", sql=True), "CREATE STREAMING TABLE")):
+    for where, fix in ((Where(Location("p.py", 3)), "dp.create_streaming_table"),
+                       (Where(Location("f.sql", 3), sql=True), "CREATE STREAMING TABLE")):
         with pytest.raises(SdpExpectError) as caught:
             plan_declared_table(_rules(), PipelineOptions(), state=state, where=where)
         assert caught.value.code == "SDPX-DEF-105"
-        assert caught.value.location == where.location and caught.value.dataset == "t"
+        assert caught.value.place == where.location and caught.value.dataset == "t"
         assert fix in (caught.value.fix or "")
     assert "t" not in state.table_rules
     # a dataset's own flow writes it too
@@ -290,13 +290,13 @@ def test_def_105_rules_on_a_table_after_a_flow_writes_it() -> None:
 
 def test_def_106_quarantine_on_a_temporary_view() -> None:
     state = PlanState(PipelineOptions())
-    for where, fix in ((Where("p.py:7"), "@dp.quarantine()"),
-                       (Where("f.sql:7", sql=True), "TBLPROPERTIES")):
+    for where, fix in ((Where(Location("p.py", 7)), "@dp.quarantine()"),
+                       (Where(Location("f.sql", 7), sql=True), "TBLPROPERTIES")):
         with pytest.raises(SdpExpectError) as caught:
             plan_dataset(_rules("v", Action.DROP, quarantine=True), DatasetKind.TEMPORARY_VIEW,
                          PipelineOptions(), state=state, where=where)
         assert caught.value.code == "SDPX-DEF-106"
-        assert caught.value.location == where.location and caught.value.dataset == "v"
+        assert caught.value.place == where.location and caught.value.dataset == "v"
         assert fix in (caught.value.fix or "")
     # The pipeline-wide setting does not give a view a quarantine: no error.
     plan = plan_dataset(_rules("v", Action.DROP), DatasetKind.TEMPORARY_VIEW,
@@ -362,7 +362,8 @@ def test_def_112_a_file_format_streaming_table_takes_one_flow(
 
 
 def test_def_112_names_the_flows_and_words_the_fix_for_the_front_end() -> None:
-    for where, fix in ((Where("p.py:4"), "unionByName"), (Where("f.sql:4", sql=True), "UNION ALL")):
+    for where, fix in ((Where(Location("p.py", 4)), "unionByName"),
+                       (Where(Location("f.sql", 4), sql=True), "UNION ALL")):
         state = PlanState(PipelineOptions())
         plan_declared_table(DatasetRules("events"), PipelineOptions(), state=state,
                             format="json")
@@ -371,7 +372,7 @@ def test_def_112_names_the_flows_and_words_the_fix_for_the_front_end() -> None:
             plan_append_flow("events", "b", state=state, where=where)
         error = caught.value
         assert error.code == "SDPX-DEF-112" and error.dataset == "events"
-        assert error.location == where.location
+        assert error.place == where.location
         assert "stored as json (its format)" in str(error) and "'a', 'b'" in str(error)
         assert fix in (error.fix or "")
         assert "sdp_expect.multiple_flows_on_file_formats" in (error.fix or "")
@@ -382,14 +383,14 @@ def test_def_108_rules_on_an_auto_cdc_target() -> None:
     plan_auto_cdc_flow("plain", state=state)
     assert "plain" in state.flow_targets
     plan_declared_table(_rules("t"), PipelineOptions(), state=state)
-    for where, fix in ((Where("p.py:9"), "@dp.temporary_view"),
-                       (Where("f.sql:9", sql=True), "CONSTRAINT ... EXPECT")):
+    for where, fix in ((Where(Location("p.py", 9)), "@dp.temporary_view"),
+                       (Where(Location("f.sql", 9), sql=True), "CONSTRAINT ... EXPECT")):
         with pytest.raises(SdpExpectError) as caught:
             plan_auto_cdc_flow("t", state=state, where=where)
         assert caught.value.code == "SDPX-DEF-108"
-        assert caught.value.location == where.location and caught.value.dataset == "t"
+        assert caught.value.place == where.location and caught.value.dataset == "t"
         assert fix in (caught.value.fix or "")
-    error = planner.auto_cdc_target_error("t", Where("f.sql:1", sql=True))
+    error = planner.auto_cdc_target_error("t", Where(Location("f.sql", 1), sql=True))
     assert error.code == "SDPX-DEF-108" and "CONSTRAINT" in (error.fix or "")
 
 

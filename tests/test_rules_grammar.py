@@ -130,10 +130,10 @@ def test_mapping_keeps_key_order(tmp_path: Path) -> None:
     assert [e.name for e in got] == ["c > 0", "a > 0", "b > 0"]
 
 
-def test_mapping_origin_names_file_and_key(tmp_path: Path) -> None:
+def test_mapping_place_names_file_and_key(tmp_path: Path) -> None:
     write(tmp_path, "total_price >= 0: {action: drop}\n", "orders.yml")
     got = load("orders.yml", base_dir=tmp_path)
-    assert got[0].origin == "orders.yml, rule 'total_price >= 0'"
+    assert str(got[0].place) == "orders.yml, rule 'total_price >= 0'"
 
 
 # --------------------------------------------------------------------------- list format
@@ -200,11 +200,11 @@ def test_list_keeps_list_order(tmp_path: Path) -> None:
     assert [e.name for e in got] == ["c", "a"]
 
 
-def test_list_origin_names_file_and_position_from_one(tmp_path: Path) -> None:
+def test_list_place_names_file_and_position_from_one(tmp_path: Path) -> None:
     write(tmp_path, "- {name: a, constraint: a}\n- {name: b, constraint: b}\n"
           "- {name: c, constraint: c}\n", "orders.yml")
     got = load("orders.yml", base_dir=tmp_path)
-    assert [e.origin for e in got] == [f"orders.yml, rule {i}" for i in (1, 2, 3)]
+    assert [str(e.place) for e in got] == [f"orders.yml, rule {i}" for i in (1, 2, 3)]
 
 
 # --------------------------------------------------------------------------- wrapper
@@ -252,9 +252,9 @@ def test_grouped_order_is_groups_then_names_as_written(tmp_path: Path) -> None:
     assert [e.name for e in load_text(tmp_path, text, "g.json")] == ["z", "a", "m", "b"]
 
 
-def test_grouped_origin_names_the_rule_key(tmp_path: Path) -> None:
+def test_grouped_place_names_the_rule_key(tmp_path: Path) -> None:
     write(tmp_path, '{"expect_or_drop": {"valid_id": "id IS NOT NULL"}}', "g.json")
-    assert load("g.json", base_dir=tmp_path)[0].origin == "g.json, rule 'valid_id'"
+    assert str(load("g.json", base_dir=tmp_path)[0].place) == "g.json, rule 'valid_id'"
 
 
 def test_a_mapping_with_other_keys_is_the_mapping_format(tmp_path: Path) -> None:
@@ -642,7 +642,7 @@ def test_relative_path_is_resolved_against_base_dir(tmp_path: Path) -> None:
     (tmp_path / "rules").mkdir()
     write(tmp_path / "rules", "- {name: n, constraint: a > 0}\n", "orders.yml")
     got = load("rules/orders.yml", base_dir=tmp_path)
-    assert got[0].origin == "rules/orders.yml, rule 1"
+    assert str(got[0].place) == "rules/orders.yml, rule 1"
 
 
 def test_absolute_path_ignores_base_dir(tmp_path: Path) -> None:

@@ -529,7 +529,10 @@ def test_translate_command_prints_writes_and_reports(tmp_path: Path,
 
 
 def test_include_finds_a_folder_a_glob_or_a_file_relative_to_the_caller(tmp_path: Path) -> None:
+    from sdp_expect.errors import Location
     from sdp_expect.sql import _matching_files
+
+    caller = Location("p.py", 3)  # where sql.include was called
 
     folder = tmp_path / "databricks_sql"
     (folder / "sub").mkdir(parents=True)
@@ -537,12 +540,12 @@ def test_include_finds_a_folder_a_glob_or_a_file_relative_to_the_caller(tmp_path
         (folder / name).write_text("SELECT 1")
     base = str(tmp_path / "transformations")
     expected = [str(folder / n) for n in ("a.SQL", "b.sql", "sub/c.sql")]
-    assert _matching_files("../databricks_sql", base, "p.py:3") == expected
-    assert _matching_files("../databricks_sql/**", base, "p.py:3") == expected
-    assert _matching_files("../databricks_sql/*.sql", base, "p.py:3") == [str(folder / "b.sql")]
-    assert _matching_files(str(folder / "b.sql"), "/elsewhere", "p.py:3") == [
+    assert _matching_files("../databricks_sql", base, caller) == expected
+    assert _matching_files("../databricks_sql/**", base, caller) == expected
+    assert _matching_files("../databricks_sql/*.sql", base, caller) == [str(folder / "b.sql")]
+    assert _matching_files(str(folder / "b.sql"), "/elsewhere", caller) == [
         str(folder / "b.sql")]
     for pattern in ("../missing/", "../databricks_sql/*.yml", "../databricks_sql/rules.yml"):
         with pytest.raises(SdpExpectError) as caught:
-            _matching_files(pattern, base, "p.py:3")
+            _matching_files(pattern, base, caller)
         assert caught.value.code == "SDPX-SQL-303" and caught.value.location == "p.py:3"

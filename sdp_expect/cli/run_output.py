@@ -114,10 +114,9 @@ class RuleError:
     dataset: str
     expectation: str
     constraint: str
-    location: Optional[str]
     reason: str
     place: Optional[Location] = None
-    """Where the expectation was declared, as values, when the child recorded them."""
+    """Where the expectation was declared, when the child recorded it."""
 
     def error(self) -> SdpExpectError:
         """The coded error."""
@@ -125,7 +124,7 @@ class RuleError:
             "SDPX-DEF-111",
             f"Spark cannot analyse the constraint {self.constraint!r}: {self.reason}",
             dataset=self.dataset, expectation=self.expectation,
-            location=self.place or self.location)
+            location=self.place)
 
     def as_dict(self) -> dict[str, Any]:
         """For ``--format json``."""
@@ -237,7 +236,7 @@ class ChildOutput:
             hidden.update(str(name) for name in query.get("derived", []))
             rule = RuleError(dataset=str(check["dataset"]), expectation=str(check["expectation"]),
                              constraint=str(check["constraint"]),
-                             location=check.get("location"), reason=spark_reason(block.error),
+                             reason=spark_reason(block.error),
                              place=Location.from_dict(check.get("place")))
             self.rule_errors.append(rule)
             shown.append(rule.error().render() + "\n")

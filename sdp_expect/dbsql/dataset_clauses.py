@@ -68,7 +68,7 @@ def _read_constraint(cursor: _Cursor, statement: DatasetStatement, element: Sequ
                                f"{_shown(bad)}", dataset=dataset)
     statement.checked = True
     statement.rules.add(make_expectation(name, constraint, action, dataset=dataset,
-                                         origin=origin))
+                                         place=origin))
 
 
 def _first_mismatch(rest: Sequence[Token], end: Token) -> Token:

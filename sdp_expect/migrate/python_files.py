@@ -23,6 +23,7 @@ from sdp_expect.migrate.edits import TextEdits
 from sdp_expect.migrate.python_rewrites import ProjectFacts, PythonRewriter, dataset_names
 from sdp_expect.migrate.result import CHANGED, NOT_CONVERTED, NOTE, Finding
 from sdp_expect.migrate.sources import DataRoots, all_roots
+from sdp_expect.model import GROUP_DECORATORS
 
 __all__ = ["PythonMigration", "migrate_python"]
 
@@ -65,7 +66,6 @@ _ARGUMENT_HINTS = {
     "cluster_by_auto": "automatic liquid clustering is Databricks-only: remove it",
     "refresh_policy": "OSS SDP recomputes materialized views at every update: remove it",
 }
-_EXPECT_ALL_KWARGS = {"expect_all", "expect_all_or_drop", "expect_all_or_fail"}
 
 
 def _allowed_keywords(signature: Optional[inspect.Signature]) -> Optional[set[str]]:
@@ -75,7 +75,7 @@ def _allowed_keywords(signature: Optional[inspect.Signature]) -> Optional[set[st
     allowed = set()
     for parameter in signature.parameters.values():
         if parameter.kind is inspect.Parameter.VAR_KEYWORD:
-            allowed |= _EXPECT_ALL_KWARGS  # create_streaming_table(**expectations)
+            allowed |= set(GROUP_DECORATORS)  # create_streaming_table(**expectations)
         elif parameter.kind is not inspect.Parameter.VAR_POSITIONAL:
             allowed.add(parameter.name)
     return allowed
@@ -347,10 +347,9 @@ def _uses(node: ast.AST, name: str) -> bool:
 
 def _add_spark(tree: ast.Module, edits: TextEdits, file: str,
                also: Iterable[int] = ()) -> Optional[Finding]:
-    """Define ``spark`` after the imports of a file that uses it without defining it.
-
-    :param also: Indices of top-level statements that the rewrites made use ``spark``.
-    """
+    """Define ``spark`` after the imports of a file that uses it without defining it,
+    counting as uses the top-level statements (by index, ``also``) that the rewrites
+    made use it."""
     rewritten = set(also)
     if _binds_spark(tree) or not (_uses(tree, "spark") or rewritten):
         return None

@@ -29,6 +29,7 @@ from sdp_expect.migrate.sources import (
     root_of,
     translate_options,
 )
+from sdp_expect.model import DECORATORS, GROUP_DECORATORS
 from sdp_expect.project import setting_text
 
 __all__ = ["DELTA_FIX", "ProjectFacts", "PythonRewriter", "dataset_names"]
@@ -66,9 +67,8 @@ _EARLY_METHODS = {
     "crosstab": "StatCrosstab", "freqItems": "StatFreqItems", "sampleBy": "StatSampleBy",
     "transpose": "Transpose", "withWatermark": "WithWatermark",
 }
-_SQL_TEXT_METHODS = {"expr", "selectExpr", "filter", "where", "sql", "expect",
-                     "expect_or_drop", "expect_or_fail", "expect_all", "expect_all_or_drop",
-                     "expect_all_or_fail"}
+_SQL_TEXT_METHODS = {"expr", "selectExpr", "filter", "where", "sql",
+                     *DECORATORS, *GROUP_DECORATORS}
 
 
 def _dataframe_attributes() -> frozenset[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from typing import Optional, Sequence, TextIO
 
+from sdp_expect.model import Action
 from sdp_expect.report.model import (
     FAILED,
     LAST_SUCCESS,
@@ -48,7 +49,8 @@ def paint(text: str, style: str, enabled: bool) -> str:
     return f"\x1b[{_STYLES[style]}m{text}\x1b[0m"
 
 
-_ACTION_STYLE = {"warn": "yellow", "drop": "magenta", "fail": "bold red"}
+_ACTION_STYLE = {Action.WARN.value: "yellow", Action.DROP.value: "magenta",
+                 Action.FAIL.value: "bold red"}
 _STATUS_TEXT = {
     UPDATED: "updated in this run",
     FAILED: "FAILED in this run",

@@ -29,8 +29,8 @@ import os
 from pathlib import Path
 from typing import Iterable, Optional, Union
 
-from sdp_expect.errors import SdpExpectError
-from sdp_expect.model import Action, Expectation
+from sdp_expect.errors import Location, SdpExpectError
+from sdp_expect.model import Action, Expectation, RuleNames
 from sdp_expect.rules.describe import kind_of
 from sdp_expect.rules.document import (
     MAX_ALIAS_EXPANSION,
@@ -61,12 +61,6 @@ __all__ = [
 
 StrPath = Union[str, "os.PathLike[str]"]
 
-_KWARGS: dict[Action, str] = {
-    Action.WARN: "expect_all",
-    Action.DROP: "expect_all_or_drop",
-    Action.FAIL: "expect_all_or_fail",
-}
-
 
 def check_file(
     path: StrPath,
@@ -85,12 +79,13 @@ def check_file(
     try:
         shown = os.fsdecode(path)
     except TypeError:
-        error = RuleError("SDPX-VAL-003", f"the path is {kind_of(path)}, not a path", file="?")
+        error = RuleError("SDPX-VAL-003", f"the path is {kind_of(path)}, not a path",
+                          place=Location("?"))
         return RuleFileCheck("?", 0, (), (error,))
     try:
         document = read_document(_resolve(shown, base_dir))
     except DocumentProblem as problem:
-        error = RuleError(problem.code, problem.detail, file=shown, dataset=dataset,
+        error = RuleError(problem.code, problem.detail, place=Location(shown), dataset=dataset,
                           fix=problem.fix)
         return RuleFileCheck(shown, 0, (), (error,))
     reader = Reader(shown, dataset, document)
@@ -121,8 +116,8 @@ def load(
     """Read the rules of one YAML or JSON rule file, in file order.
 
     The format is decided by the content, not the file name. The whole file is
-    checked whatever ``tag`` is; each returned expectation's ``origin`` names
-    the file and the rule, e.g. ``'rules/orders.yml, rule 3'``.
+    checked whatever ``tag`` is; each returned expectation's ``place`` names
+    the file and the rule, e.g. ``Location('rules/orders.yml', rule=3)``.
 
     :param path: The rule file; a relative path is taken from ``base_dir``.
     :param tag: Keep only list entries whose ``tag`` equals it or whose
@@ -138,7 +133,8 @@ def load(
     result.raise_errors()
     if tag is not None and not isinstance(tag, str):
         raise SdpExpectError("SDPX-VAL-008", f"the tag is {kind_of(tag)}, not text",
-                             location=result.file, dataset=dataset, fix="pass the tag as a string")
+                             location=Location(result.file), dataset=dataset,
+                             fix="pass the tag as a string")
     return result.select(tag)
 
 
@@ -151,16 +147,12 @@ def as_kwargs(expectations: Iterable[Expectation]) -> dict[str, dict[str, str]]:
         ``{name: constraint}`` in the order given.
     :raises SdpExpectError: SDPX-VAL-071 when two rules share a name.
     """
-    grouped: dict[str, dict[str, str]] = {key: {} for key in _KWARGS.values()}
-    seen: dict[str, Optional[str]] = {}
+    grouped: dict[str, dict[str, str]] = {action.group_decorator: {} for action in Action}
+    names = RuleNames()
     for expectation in expectations:
-        if expectation.name in seen:
-            where = [o for o in (seen[expectation.name], expectation.origin) if o]
-            raise SdpExpectError(
-                "SDPX-VAL-071",
-                "two rules share a name" + (f" ({' and '.join(where)})" if where else ""),
-                expectation=expectation.name,
-            )
-        seen[expectation.name] = expectation.origin
-        grouped[_KWARGS[expectation.action]][expectation.name] = expectation.constraint
+        clash = names.clash(expectation.name, expectation.place)
+        if clash is not None:
+            raise clash
+        group = Action(expectation.action).group_decorator  # also an action given as text
+        grouped[group][expectation.name] = expectation.constraint
     return {key: rules for key, rules in grouped.items() if rules}

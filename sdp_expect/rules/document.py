@@ -260,10 +260,8 @@ _TrackingConstructor.add_constructor(
 
 
 def _yaml_loader_class(libyaml: bool) -> type:
-    """The loader class, parsing events with libyaml (fast, in C) or with PyYAML's own parser.
-
-    :param libyaml: Use libyaml's event parser; PyYAML may be built without it.
-    """
+    """The loader class, parsing events with libyaml (fast, in C) when ``libyaml``, else
+    with PyYAML's own parser (PyYAML may be built without libyaml)."""
     def __init__(self: Any, text: str) -> None:
         if libyaml:
             _EventSource.__init__(self, text)

@@ -12,14 +12,13 @@ __all__ = ["RuleError", "RuleFileError"]
 class RuleError(SdpExpectError):
     """One mistake in a rule file, naming the file and the rule.
 
-    Its ``location`` is ``'<file>'`` or ``'<file>, <rule>'``, for example
-    ``'rules/orders.yml, rule 3'`` or ``"rules/orders.yml, rule 'id > 0'"``.
+    Its ``place`` is the file (a mistake of the whole file) or one part of it:
+    ``Location('rules/orders.yml', rule=3)``, shown ``'rules/orders.yml, rule 3'``, or
+    ``Location('rules/orders.yml', label="rule 'id > 0'")`` for a rule named by its key.
 
     :param code: A code from :data:`~sdp_expect.errors.ERROR_CATALOGUE`.
     :param detail: What exactly is wrong.
-    :param file: The file as the user named it.
-    :param rule: ``'rule 3'`` (list position, from 1), ``"rule 'key'"`` (a
-        mapping key), ``"group 'expect_or_drop'"``, or ``None`` for the whole file.
+    :param place: The file as the user named it, and the part of it concerned.
     :param dataset: The dataset the rules are for, when known.
     :param expectation: The expectation's name, when known.
     :param fix: What to do instead; defaults to the catalogue's fix.
@@ -30,17 +29,18 @@ class RuleError(SdpExpectError):
         code: str,
         detail: Optional[str] = None,
         *,
-        file: str,
-        rule: Optional[str] = None,
+        place: Location,
         dataset: Optional[str] = None,
         expectation: Optional[str] = None,
         fix: Optional[str] = None,
     ) -> None:
-        self.file = file
-        self.rule = rule
-        location = file if rule is None else f"{file}, {rule}"
+        self.file = place.file
+        """The file as the user named it."""
+        self.rule = place.part
+        """The part of the file as people read it (``'rule 3'``, ``"rule 'id > 0'"``,
+        ``"group 'expect_or_drop'"``); None for the whole file."""
         super().__init__(
-            code, detail, dataset=dataset, expectation=expectation, fix=fix, location=location
+            code, detail, dataset=dataset, expectation=expectation, fix=fix, location=place
         )
 
     def with_context(
@@ -54,8 +54,7 @@ class RuleError(SdpExpectError):
         return RuleError(
             self.code,
             self.detail,
-            file=self.file,
-            rule=self.rule,
+            place=self.place or Location(self.file),
             dataset=self.dataset if self.dataset is not None else dataset,
             expectation=self.expectation,
             fix=self.fix,
@@ -85,7 +84,7 @@ class RuleFileError(SdpExpectError):
             f"{count} error{'' if count == 1 else 's'} in the rule file{stopped}",
             dataset=self.errors[0].dataset,
             fix="correct each error listed",
-            location=file,
+            location=Location(file),
         )
 
     def render(self, *, with_location: bool = True) -> str:

@@ -7,12 +7,22 @@ every mistake it meets and goes on, up to :data:`MAX_ERRORS`.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from sdp_expect.errors import SdpExpectError
-from sdp_expect.model import Action, Expectation, make_expectation, parse_action
+from sdp_expect.errors import Location, SdpExpectError
+from sdp_expect.model import (
+    DECORATORS,
+    GROUP_DECORATORS,
+    Action,
+    Expectation,
+    RuleNames,
+    either,
+    make_expectation,
+    parse_action,
+)
 from sdp_expect.rules.describe import describe, is_scalar, key_label, kind_of
 from sdp_expect.rules.document import Document
 from sdp_expect.rules.errors import RuleError, RuleFileError
@@ -22,19 +32,8 @@ __all__ = ["MAX_ERRORS", "RuleEntry", "RuleFileCheck", "Reader", "StopReading"]
 MAX_ERRORS = 1000
 """Checking a file stops after this many errors (a huge broken file must not exhaust memory)."""
 
-_GROUPS: dict[str, Action] = {
-    "expect": Action.WARN,
-    "expect_or_drop": Action.DROP,
-    "expect_or_fail": Action.FAIL,
-    "expect_all": Action.WARN,
-    "expect_all_or_drop": Action.DROP,
-    "expect_all_or_fail": Action.FAIL,
-}
-_TYPES: dict[str, Action] = {
-    "expect": Action.WARN,
-    "expect_or_drop": Action.DROP,
-    "expect_or_fail": Action.FAIL,
-}
+_GROUPS: dict[str, Action] = {**DECORATORS, **GROUP_DECORATORS}
+_TYPES = DECORATORS
 _WRAPPER = "expectations"
 _LIST_KEYS = ("name", "message", "constraint", "expression", "failureAction", "type", "tag",
               "tags", "action")
@@ -106,20 +105,22 @@ class Reader:
         self.duplicates = document.duplicates
         self.errors: list[RuleError] = []
         self.entries: list[RuleEntry] = []
-        self.names: dict[str, tuple[int, str]] = {}
+        self.names = RuleNames()
         self.rules = 0
         self.warnings: list[str] = []
         self.group: Optional[str] = None
 
-    def error(self, code: str, detail: str, rule: Optional[str] = None,
+    def error(self, code: str, detail: str, place: Optional[Location] = None,
               fix: Optional[str] = None, expectation: Optional[str] = None) -> None:
-        """Record one error; stop reading once there are :data:`MAX_ERRORS`."""
-        self.errors.append(RuleError(code, detail, file=self.file, rule=rule,
+        """Record one error (``place`` None: of the whole file); stop reading once there
+        are :data:`MAX_ERRORS`."""
+        self.errors.append(RuleError(code, detail, place=place or Location(self.file),
                                      dataset=self.dataset, expectation=expectation, fix=fix))
         if len(self.errors) >= MAX_ERRORS:
             raise StopReading
 
-    def not_text(self, what: str, value: object, rule: Optional[str], example: str) -> None:
+    def not_text(self, what: str, value: object, place: Optional[Location],
+                 example: str) -> None:
         """Report SDPX-VAL-008 for ``value``, which must be text.
 
         :param what: What holds the value, e.g. ``'name'`` or ``'the constraint key'``.
@@ -128,11 +129,11 @@ class Reader:
         if is_scalar(value):
             shown = describe(value)
             noun = "key" if "key" in what else "value"
-            self.error("SDPX-VAL-008", f"{what} is {shown} ({kind_of(value)}), not text", rule,
+            self.error("SDPX-VAL-008", f"{what} is {shown} ({kind_of(value)}), not text", place,
                        fix=f"quote the {noun} so that it is read as text: "
                        + example.format(f'"{shown}"'))
         else:
-            self.error("SDPX-VAL-008", f"{what} is {kind_of(value)}, not text", rule,
+            self.error("SDPX-VAL-008", f"{what} is {kind_of(value)}, not text", place,
                        fix="write it as one quoted string")
 
     # -- the document ----------------------------------------------------------------
@@ -170,35 +171,35 @@ class Reader:
                    fix="put the rules under 'expectations:', indented, or remove the key")
         return None
 
-    def check_duplicates(self, mapping: dict[Any, Any], rule: Optional[str]) -> None:
+    def check_duplicates(self, mapping: dict[Any, Any], place: Optional[Location]) -> None:
         """Report keys written twice in a mapping that is not a list of rules (SDPX-VAL-009)."""
         for dup in self.duplicates.get(id(mapping), []):
             where = f" ({dup.where})" if dup.where else ""
             self.error("SDPX-VAL-009", f"the key {describe(dup.key)} is written more than "
-                       f"once in one mapping{where}; only the last would be kept", rule,
+                       f"once in one mapping{where}; only the last would be kept", place,
                        fix="remove or rename the repeated key")
 
-    def check_body(self, body: dict[Any, Any], rule: str, known: tuple[str, ...]) -> None:
+    def check_body(self, body: dict[Any, Any], place: Location, known: tuple[str, ...]) -> None:
         """Check the mapping of one rule: no repeated keys, every key text.
 
         A key that is not in ``known`` is ignored, as the grammar says nothing of
         it, but recorded as a warning (with the known key it most resembles).
         """
-        self.check_duplicates(body, rule)
+        self.check_duplicates(body, place)
         for key in body:
             if not isinstance(key, str):
-                self.not_text("the key", key, rule, "{}")
+                self.not_text("the key", key, place, "{}")
             elif key not in known:
-                self.warnings.append(_unknown_key_warning(rule, key, known))
+                self.warnings.append(_unknown_key_warning(place, key, known))
 
     def repeated(self, mapping: dict[Any, Any]) -> dict[object, str]:
         """The keys of a mapping of rules that are written more than once, with where."""
         return {d.key: d.where for d in self.duplicates.get(id(mapping), [])}
 
-    def repeated_key(self, what: str, key: object, where: str, label: str) -> None:
+    def repeated_key(self, what: str, key: object, where: str, place: Location) -> None:
         lines = f" ({where})" if where else ""
         self.error("SDPX-VAL-071", f"the {what} {describe(key)} is a key more than once"
-                   f"{lines}; a mapping keeps only the last, so a rule would be lost", label,
+                   f"{lines}; a mapping keeps only the last, so a rule would be lost", place,
                    fix=f"write each {what} once; to check one constraint under two names, "
                    "use the list format")
 
@@ -207,54 +208,53 @@ class Reader:
     def read_list(self, items: list[Any]) -> None:
         for index, entry in enumerate(items, start=1):
             self.rules += 1
-            label = f"rule {index}"
+            place = Location(self.file, rule=index)
             if not isinstance(entry, dict):
                 self.error("SDPX-VAL-008", f"the rule is {describe(entry)}, not a mapping",
-                           label, fix="write each list entry as a mapping with constraint "
+                           place, fix="write each list entry as a mapping with constraint "
                            "and name, e.g. '- name: valid_id' / '  constraint: id IS NOT NULL'")
                 continue
-            self.read_list_entry(entry, label)
+            self.read_list_entry(entry, place)
 
-    def read_list_entry(self, entry: dict[Any, Any], label: str) -> None:
+    def read_list_entry(self, entry: dict[Any, Any], place: Location) -> None:
         before = len(self.errors)
-        self.check_body(entry, label, _LIST_KEYS)
-        action = self.list_action(entry, label)
-        constraint, bad_constraint = self.text_field(entry, ("constraint", "expression"), label)
-        name, bad_name = self.text_field(entry, ("name", "message"), label)
-        tags = self.tags(entry, label)
+        self.check_body(entry, place, _LIST_KEYS)
+        action = self.list_action(entry, place)
+        constraint, bad_constraint = self.text_field(entry, ("constraint", "expression"), place)
+        name, bad_name = self.text_field(entry, ("name", "message"), place)
+        tags = self.tags(entry, place)
         if not bad_constraint:
-            self.build(label, name, constraint, action, tags,
+            self.build(place, name, constraint, action, tags,
                        ok=len(self.errors) == before, claim=not bad_name)
 
-    def list_action(self, entry: dict[Any, Any], label: str) -> Action:
+    def list_action(self, entry: dict[Any, Any], place: Location) -> Action:
         if "action" in entry:
             self.error("SDPX-VAL-006", "a list entry takes failureAction, not action (action "
-                       "belongs to the mapping format)", label,
+                       "belongs to the mapping format)", place,
                        fix=f"write failureAction: {_action_hint(entry['action'])}")
         chosen = None
         failure = entry.get("failureAction")
         if failure is not None:
-            chosen = self.parse_action(failure, "failureAction", label)
+            chosen = self.parse_action(failure, "failureAction", place)
         kind = entry.get("type")
         if kind is not None:
             typed = _TYPES.get(kind.strip().lower()) if isinstance(kind, str) else None
             if typed is None:
-                self.error("SDPX-VAL-006", f"unknown type {describe(kind)}", label,
-                           fix="use type expect, expect_or_drop or expect_or_fail, or "
-                           "failureAction warn, drop or fail")
+                self.error("SDPX-VAL-006", f"unknown type {describe(kind)}", place,
+                           fix=f"use type {either(_TYPES)}, or failureAction {either(Action)}")
             chosen = chosen or typed
         return chosen or Action.WARN
 
-    def parse_action(self, value: object, key: str, label: str) -> Optional[Action]:
+    def parse_action(self, value: object, key: str, place: Location) -> Optional[Action]:
         try:
             return parse_action(value)
         except SdpExpectError:
-            self.error("SDPX-VAL-006", f"unknown {key} {describe(value)}", label,
-                       fix=f"use {key}: warn, drop or fail")
+            self.error("SDPX-VAL-006", f"unknown {key} {describe(value)}", place,
+                       fix=f"use {key}: {either(Action)}")
             return None
 
     def text_field(self, entry: dict[Any, Any], keys: tuple[str, ...],
-                   label: str) -> tuple[Optional[str], bool]:
+                   place: Location) -> tuple[Optional[str], bool]:
         """The first of ``keys`` holding text, and whether any of them holds a non-text value.
 
         A null value counts as absent.
@@ -266,17 +266,17 @@ class Reader:
             if value is None:
                 continue
             if not isinstance(value, str):
-                self.not_text(key, value, label, key + ": {}")
+                self.not_text(key, value, place, key + ": {}")
                 bad = True
             elif found is None:
                 found = value
         return found, bad
 
-    def tags(self, entry: dict[Any, Any], label: str) -> tuple[str, ...]:
+    def tags(self, entry: dict[Any, Any], place: Location) -> tuple[str, ...]:
         tags: list[str] = []
         tag = entry.get("tag")
         if tag is not None and not isinstance(tag, str):
-            self.not_text("tag", tag, label, "tag: {}")
+            self.not_text("tag", tag, place, "tag: {}")
         elif tag is not None:
             tags.append(tag)
         many = entry.get("tags")
@@ -284,7 +284,7 @@ class Reader:
             return tuple(tags)
         if not isinstance(many, list) or not all(isinstance(t, str) for t in many):
             self.error("SDPX-VAL-008", f"tags is {kind_of(many)}; it must be a list of text",
-                       label, fix="write tags as a list of strings, e.g. tags: [finance, daily]")
+                       place, fix="write tags as a list of strings, e.g. tags: [finance, daily]")
             return tuple(tags)
         return tuple(tags + many)
 
@@ -294,36 +294,36 @@ class Reader:
         repeated = self.repeated(mapping)
         for key, body in mapping.items():
             self.rules += 1
-            label = key_label(key)
+            place = Location(self.file, label=key_label(key))
             before = len(self.errors)
             if key in repeated:
-                self.repeated_key("constraint", key, repeated[key], label)
+                self.repeated_key("constraint", key, repeated[key], place)
             if not isinstance(key, str):
-                self.not_text("the constraint key", key, label, "{}")
-            action, name, bad_name = self.mapping_body(body, label)
+                self.not_text("the constraint key", key, place, "{}")
+            action, name, bad_name = self.mapping_body(body, place)
             if isinstance(key, str):
-                self.build(label, name, key, action, (), ok=len(self.errors) == before,
+                self.build(place, name, key, action, (), ok=len(self.errors) == before,
                            claim=not bad_name)
 
-    def mapping_body(self, body: Any, label: str) -> tuple[Action, Optional[str], bool]:
+    def mapping_body(self, body: Any, place: Location) -> tuple[Action, Optional[str], bool]:
         """The action and name of a mapping-format rule, and whether the name is invalid."""
         if body is None:
             return Action.WARN, None, False
         if not isinstance(body, dict):
             hint = f" such as {{action: {_action_hint(body)}}}" if isinstance(body, str) else ""
             self.error("SDPX-VAL-008", f"the rule's value is {describe(body)}, not a mapping",
-                       label, fix=f"in the mapping format the key is the constraint and the "
+                       place, fix=f"in the mapping format the key is the constraint and the "
                        f"value a mapping{hint} with action and name, or nothing")
             return Action.WARN, None, False
-        self.check_body(body, label, _MAPPING_KEYS)
+        self.check_body(body, place, _MAPPING_KEYS)
         for wrong in ("failureAction", "type"):
             if wrong in body:
                 self.error("SDPX-VAL-006", f"the mapping format takes action, not {wrong} "
-                           f"({wrong} belongs to the list format)", label,
+                           f"({wrong} belongs to the list format)", place,
                            fix=f"write action: {_action_hint(body[wrong])}")
         action = body.get("action")
-        parsed = Action.WARN if action is None else self.parse_action(action, "action", label)
-        name, bad_name = self.text_field(body, ("name",), label)
+        parsed = Action.WARN if action is None else self.parse_action(action, "action", place)
+        name, bad_name = self.text_field(body, ("name",), place)
         return parsed or Action.WARN, name, bad_name
 
     # -- the grouped format ----------------------------------------------------------
@@ -332,7 +332,8 @@ class Reader:
         for group, rules in groups.items():
             if not isinstance(rules, dict):
                 self.error("SDPX-VAL-008", f"the group holds {describe(rules)}; it must be "
-                           "a mapping of name to constraint", f"group {group!r}",
+                           "a mapping of name to constraint",
+                           Location(self.file, label=f"group {group!r}"),
                            fix=f"write {group}: {{name: constraint, ...}}")
                 continue
             self.group = group
@@ -342,20 +343,20 @@ class Reader:
         repeated = self.repeated(rules)
         for name, constraint in rules.items():
             self.rules += 1
-            label = key_label(name)
+            place = Location(self.file, label=key_label(name))
             before = len(self.errors)
             if name in repeated:
-                self.repeated_key("name", name, repeated[name], label)
+                self.repeated_key("name", name, repeated[name], place)
             if not isinstance(name, str):
-                self.not_text("the name key", name, label, "{}")
+                self.not_text("the name key", name, place, "{}")
             if constraint is not None and not isinstance(constraint, str):
-                self.not_text("the constraint", constraint, label, "name: {}")
+                self.not_text("the constraint", constraint, place, "name: {}")
             elif isinstance(name, str):
-                self.build(label, name, constraint, action, (), ok=len(self.errors) == before)
+                self.build(place, name, constraint, action, (), ok=len(self.errors) == before)
 
     # -- one rule --------------------------------------------------------------------
 
-    def build(self, label: str, name: Optional[str], constraint: Optional[str],
+    def build(self, place: Location, name: Optional[str], constraint: Optional[str],
               action: Action, tags: tuple[str, ...], *, ok: bool, claim: bool = True) -> None:
         """Check one rule's parts and keep it when the whole rule is valid.
 
@@ -366,29 +367,30 @@ class Reader:
         """
         if constraint is None or not constraint.strip():
             missing = "no constraint" if constraint is None else "an empty constraint"
-            self.error("SDPX-VAL-001", f"the rule has {missing}", label,
+            self.error("SDPX-VAL-001", f"the rule has {missing}", place,
                        fix="add constraint: followed by a Spark SQL boolean expression, "
                        "e.g. constraint: \"amount >= 0\"", expectation=name)
             return
         name = constraint if name is None else name
         try:
             expectation = make_expectation(name, constraint, action, dataset=self.dataset,
-                                           origin=f"{self.file}, {label}")
+                                           place=place)
         except SdpExpectError as exc:
-            self.error(exc.code, exc.detail, label, exc.fix, exc.expectation)
+            self.error(exc.code, exc.detail, place, exc.fix, exc.expectation)
             ok = False
-        unique = self.claim(name, label) if claim else True
+        unique = self.claim(name, place) if claim else True
         if ok and unique:
             self.entries.append(RuleEntry(expectation, tags))
 
-    def claim(self, name: str, label: str) -> bool:
+    def claim(self, name: str, place: Location) -> bool:
         """Record ``name`` for the current rule; report SDPX-VAL-071 when an earlier rule has it."""
-        where = label if self.group is None else f"{label} of group {self.group!r}"
-        first, first_where = self.names.setdefault(name, (self.rules, where))
-        if first == self.rules:
+        # Two groups of the grouped format may each have a rule of one key: say which group.
+        where = place if self.group is None else dataclasses.replace(
+            place, label=f"{place.part} of group {self.group!r}")
+        clash = self.names.clash(name, where)
+        if clash is None:
             return True
-        self.error("SDPX-VAL-071", f"the name {describe(name)} is already used by {first_where}",
-                   label, expectation=name,
+        self.error(clash.code, clash.detail, place, expectation=name,
                    fix="give each rule of the file its own name")
         return False
 
@@ -407,17 +409,13 @@ def _action_hint(value: object) -> str:
             return lowered
         if lowered in _TYPES:
             return _TYPES[lowered].value
-    return "warn, drop or fail"
+    return either(Action)
 
 
 
-def _unknown_key_warning(rule: str, key: str, known: tuple[str, ...]) -> str:
-    """The warning for a rule key the grammar does not know (it is ignored).
-
-    :param rule: The rule, e.g. ``'rule 3'``.
-    :param key: The unknown key.
-    :param known: The keys this format knows.
-    """
+def _unknown_key_warning(place: Location, key: str, known: tuple[str, ...]) -> str:
+    """The warning for a rule key the grammar does not know (it is ignored), naming the
+    rule and the known key ``key`` most resembles (a misspelt ``failureAction``)."""
     close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(known)}"
-    return f"{rule}: the key {key!r} is not part of the grammar and is ignored{hint}"
+    return f"{place.part}: the key {key!r} is not part of the grammar and is ignored{hint}"
