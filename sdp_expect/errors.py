@@ -225,8 +225,8 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "SDPX-CFG-201",
             "a pipeline configuration value of sdp-expect is not one it understands",
             "set sdp_expect.null_result to 'fail' or 'pass', sdp_expect.quarantine and "
-            "sdp_expect.metrics to 'true' or 'false', and "
-            "sdp_expect.multiple_flows_on_file_formats to 'error' or 'allow'",
+            "sdp_expect.metrics to 'true' or 'false', sdp_expect.metrics_from to 'query' or "
+            "'output', and sdp_expect.multiple_flows_on_file_formats to 'error' or 'allow'",
         ),
         # -- Databricks SQL files (sdp_expect.sql.include, sdp-expect translate) --
         ErrorSpec(

@@ -7,6 +7,8 @@ They are set in ``spark-pipeline.yml``::
       sdp_expect.quarantine: "false"   # "true": quarantine for every dataset with drop rules
       sdp_expect.metrics: "true"       # "false": no <dataset>_dq_metrics tables
       sdp_expect.multiple_flows_on_file_formats: error   # or allow (SDPX-DEF-112)
+      sdp_expect.metrics_from: query   # or output: a materialized view's metrics counted
+                                       # from the view and its quarantine
 
 ``spark-pipelines`` puts the configuration on the Spark session before the
 pipeline's files are imported, so reading it is a configuration look-up, not
@@ -21,13 +23,14 @@ from typing import Callable, Optional
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.project import read_bool
 
-__all__ = ["KEY_DEFAULT_FORMAT", "KEY_FILE_FORMAT_FLOWS", "KEY_METRICS", "KEY_NULL_RESULT",
-           "KEY_QUARANTINE", "PipelineOptions", "read_options"]
+__all__ = ["KEY_DEFAULT_FORMAT", "KEY_FILE_FORMAT_FLOWS", "KEY_METRICS", "KEY_METRICS_FROM",
+           "KEY_NULL_RESULT", "KEY_QUARANTINE", "PipelineOptions", "read_options"]
 
 KEY_NULL_RESULT = "sdp_expect.null_result"
 KEY_QUARANTINE = "sdp_expect.quarantine"
 KEY_METRICS = "sdp_expect.metrics"
 KEY_FILE_FORMAT_FLOWS = "sdp_expect.multiple_flows_on_file_formats"
+KEY_METRICS_FROM = "sdp_expect.metrics_from"
 KEY_DEFAULT_FORMAT = "spark.sql.sources.default"
 """Spark's own setting: the format of a table declared without one."""
 
@@ -43,6 +46,9 @@ class PipelineOptions:
     :param multiple_flows_on_file_formats: True (``allow``) to let two or more
         flows write a streaming table stored in one of Spark's file formats
         (SDPX-DEF-112 otherwise).
+    :param metrics_from_output: True (``output``) to count a materialized view's
+        metrics from what the view and its quarantine wrote, when it has a quarantine,
+        instead of from a pass of their own over the query (``query``, the default).
     :param default_format: The format of a table declared without one
         (``spark.sql.sources.default``; Spark's default is parquet).
     """
@@ -51,6 +57,7 @@ class PipelineOptions:
     quarantine: bool = False
     metrics: bool = True
     multiple_flows_on_file_formats: bool = False
+    metrics_from_output: bool = False
     default_format: str = "parquet"
 
 
@@ -79,6 +86,13 @@ def _parse_file_format_flows(raw: str) -> bool:
     )
 
 
+def _parse_metrics_from(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("query", "output"):
+        return value == "output"
+    raise SdpExpectError("SDPX-CFG-201", f"{KEY_METRICS_FROM} = {raw!r} is not 'query' or 'output'")
+
+
 def read_options(get: Callable[[str], Optional[str]]) -> PipelineOptions:
     """Build :class:`PipelineOptions` from a configuration look-up.
 
@@ -86,6 +100,7 @@ def read_options(get: Callable[[str], Optional[str]]) -> PipelineOptions:
     :raises SdpExpectError: SDPX-CFG-201 for a value it does not understand.
     """
     flows_raw = get(KEY_FILE_FORMAT_FLOWS)
+    metrics_from_raw = get(KEY_METRICS_FROM)
     null_raw = get(KEY_NULL_RESULT)
     quarantine_raw = get(KEY_QUARANTINE)
     metrics_raw = get(KEY_METRICS)
@@ -94,5 +109,7 @@ def read_options(get: Callable[[str], Optional[str]]) -> PipelineOptions:
         quarantine=_parse_bool(KEY_QUARANTINE, quarantine_raw) if quarantine_raw else False,
         metrics=_parse_bool(KEY_METRICS, metrics_raw) if metrics_raw else True,
         multiple_flows_on_file_formats=_parse_file_format_flows(flows_raw) if flows_raw else False,
+        metrics_from_output=(_parse_metrics_from(metrics_from_raw) if metrics_from_raw
+                             else False),
         default_format=get(KEY_DEFAULT_FORMAT) or "parquet",
     )

@@ -503,10 +503,11 @@ def plan_dataset(rules: DatasetRules, kind: DatasetKind, options: PipelineOption
                 companions.quarantine, kind, Role.QUARANTINE, quarantine_comment(name),
                 query=FlowSpec(companions.quarantine, companions.quarantine, Step.QUARANTINE,
                                spark_conf=conf, logic=logic)))
-        if companions.metrics and companions.quarantine:
+        if companions.metrics and companions.quarantine and options.metrics_from_output:
             # Counted from what the view and its quarantine wrote, not from a third pass
-            # over the query: cheaper, and the counts agree with both tables even when
-            # the query is not deterministic (docs/performance.md#materialized-view).
+            # over the query: the counts agree with both tables even when the query is
+            # not deterministic, and an expensive query runs twice instead of three
+            # times (docs/performance.md#metrics-from-the-output).
             datasets.append(DatasetSpec(
                 companions.metrics, kind, Role.METRICS, metrics_comment(name, streaming=False),
                 query=FlowSpec(companions.metrics, companions.metrics,

@@ -185,13 +185,31 @@ def test_a_materialized_view_is_planned_alike_by_every_front_end(
         ("orders", Role.TARGET), ("orders_quarantine", Role.QUARANTINE),
         ("orders_dq_metrics", Role.METRICS)]
     assert plans[0].flows == ()
-    target, kept_out, metrics = (d.query for d in plans[0].datasets)
+    assert all(d.query is not None and d.query.spark_conf == NO_RETRY_CONF
+               for d in plans[0].datasets)
+    assert plans[0].datasets[2].query is not None
+    assert plans[0].datasets[2].query.step is Step.METRICS_FROM_QUERY
+
+
+def test_metrics_from_the_output_read_the_view_and_its_quarantine() -> None:
+    """``sdp_expect.metrics_from = output``: a materialized view with a quarantine gets
+    metrics that read it and its quarantine; without a quarantine, from the query."""
+    options = PipelineOptions(metrics_from_output=True, quarantine=True)
+    state = PlanState(options)
+    rules = _rules("m", Action.WARN, Action.DROP, Action.FAIL)
+    target, kept_out, metrics = (d.query for d in plan_dataset(
+        rules, DatasetKind.MATERIALIZED_VIEW, options, state=state).datasets)
     assert target is not None and kept_out is not None and metrics is not None
-    # The flows that check the fail rule are not retried; the metrics, counted from
-    # what the view and its quarantine wrote, check nothing.
+    # The flows that check the fail rule are not retried; these metrics check nothing.
     assert target.spark_conf == NO_RETRY_CONF and kept_out.spark_conf == NO_RETRY_CONF
     assert metrics.step is Step.METRICS_FROM_COMPANIONS and dict(metrics.spark_conf) == {}
-    assert (metrics.reads, metrics.also_reads) == ("orders", "orders_quarantine")
+    assert (metrics.reads, metrics.also_reads) == ("m", "m_quarantine")
+    text = metrics.select("m", "m_quarantine")
+    assert "FROM m)" in text and "FROM m_quarantine)" in text
+    alone = plan_dataset(_rules("n", Action.DROP), DatasetKind.MATERIALIZED_VIEW,
+                         dataclasses.replace(options, quarantine=False), state=state)
+    assert [d.query.step for d in alone.datasets if d.query is not None] == [
+        Step.TARGET, Step.METRICS_FROM_QUERY]
 
 
 def test_a_streaming_table_and_its_flows_are_planned_alike(
