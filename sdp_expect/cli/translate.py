@@ -10,12 +10,21 @@ import sys
 from typing import Optional
 
 from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, write_text
+from sdp_expect.options import (
+    KEY_DEFAULT_FORMAT,
+    KEY_FILE_FORMAT_FLOWS,
+    KEY_METRICS,
+    KEY_METRICS_FROM,
+    KEY_NULL_RESULT,
+    KEY_QUARANTINE,
+)
+from sdp_expect.plan import RETRY_KEY
 from sdp_expect.project import setting_text
 
 __all__ = ["add_translate"]
 
-_TRANSLATE_KEYS = ("sdp_expect.quarantine", "sdp_expect.metrics", "sdp_expect.null_result",
-                   "spark.sql.pipelines.maxFlowRetryAttempts")
+_TRANSLATE_KEYS = (KEY_QUARANTINE, KEY_METRICS, KEY_NULL_RESULT, KEY_METRICS_FROM,
+                   KEY_FILE_FORMAT_FLOWS, KEY_DEFAULT_FORMAT, RETRY_KEY)
 
 
 def add_translate(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
