@@ -228,6 +228,25 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "sdp_expect.metrics to 'true' or 'false', sdp_expect.metrics_from to 'query' or "
             "'output', and sdp_expect.multiple_flows_on_file_formats to 'error' or 'allow'",
         ),
+        # -- the project's layout (run, dry-run and validate, before Spark starts) --
+        ErrorSpec(
+            "SDPX-PRJ-401",
+            "a file that spark-pipelines refuses (not .py or .sql, such as a rule file) is "
+            "inside the spec's libraries",
+            "move the file out of the folders that the spec's libraries include (keep rule "
+            "files beside transformations/, e.g. rules/orders.yml, and name them from the "
+            "Python file as expect_from_file('../rules/orders.yml')), or list the pipeline's "
+            "files one by one in libraries",
+        ),
+        ErrorSpec(
+            "SDPX-PRJ-402",
+            "a Databricks SQL file (CREATE OR REFRESH, LIVE, CONSTRAINT ... EXPECT, "
+            "sdp_expect.* properties) is inside the spec's libraries",
+            "move the Databricks SQL files out of the folders that the spec's libraries "
+            "include (e.g. to databricks_sql/ beside transformations/) and read them with "
+            "sdp_expect.sql.include from a Python file, or translate them for good with "
+            "sdp-expect translate ... -o transformations/",
+        ),
         # -- Databricks SQL files (sdp_expect.sql.include, sdp-expect translate) --
         ErrorSpec(
             "SDPX-SQL-301",

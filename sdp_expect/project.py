@@ -169,10 +169,11 @@ def _globs(data: Any) -> list[str]:
     return found
 
 
-def library_files(spec: Path, suffix: str) -> list[Path]:
-    """The files with ``suffix`` that the spec's ``libraries`` globs match, as
-    ``spark-pipelines`` finds them (relative to the spec's folder); none when the
-    spec cannot be read.
+def library_files(spec: Path, suffix: Optional[str] = None) -> list[Path]:
+    """The files that the spec's ``libraries`` globs match, as ``spark-pipelines`` finds
+    them (relative to the spec's folder), those ending in ``suffix`` when given (None:
+    every file, which ``spark-pipelines`` registers or refuses); none when the spec
+    cannot be read.
     """
     import yaml
 
@@ -193,6 +194,6 @@ def library_files(spec: Path, suffix: str) -> list[Path]:
             # pathlib refuses an absolute or empty pattern (NotImplementedError,
             # ValueError): spark-pipelines rejects such a library too, and says so
             continue
-        files.extend(p for p in matches if p.is_file() and p.suffix == suffix
+        files.extend(p for p in matches if p.is_file() and (suffix is None or p.suffix == suffix)
                      and "__pycache__" not in p.parts and p not in files)
     return files

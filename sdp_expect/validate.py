@@ -27,9 +27,11 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Sequence, Union
 
-from sdp_expect.project import SPEC_FILE_NAMES
+from sdp_expect.layout import layout_problems
+from sdp_expect.project import SPEC_FILE_NAMES, spec_in
 from sdp_expect.validate_results import (
     Checker,
     FileResult,
@@ -188,12 +190,28 @@ def _check_named_file(path: str, report: ValidationReport) -> None:
     suffix = os.path.splitext(path)[1].lower()
     if os.path.basename(path) in PIPELINE_SPECS:
         report.notes.append(ValidationNote(
-            path, "not checked: a pipeline spec (spark-pipeline.yml), not a rule file"))
+            path, "a pipeline spec: its libraries checked for files that spark-pipelines "
+            "refuses (not read as a rule file)"))
+        _check_layout(Path(path), report)
         return
     report.check(path, CHECKERS.get(suffix, check_rule_file))
 
 
+def _check_layout(spec: Path, report: ValidationReport) -> None:
+    """The files in the spec's libraries that ``spark-pipelines`` would refuse or misread
+    (:mod:`sdp_expect.layout`), as errors of the files concerned."""
+    for problem in layout_problems(spec):
+        place = problem.place
+        shown = str(spec.parent / place.file) if place is not None and place.file else str(spec)
+        report.errors.append(ValidationIssue(problem.code, shown, None,
+                                             problem.render(with_location=False)
+                                             .removeprefix(f"[{problem.code}] ")))
+
+
 def _check_directory(directory: str, report: ValidationReport) -> None:
+    spec = spec_in(Path(directory))
+    if spec is not None:
+        _check_layout(spec, report)
     found, unreadable = _files_under(directory)
     for path in unreadable:
         report.errors.append(ValidationIssue(

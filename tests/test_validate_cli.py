@@ -207,7 +207,8 @@ def test_a_project_folder_skips_its_pipeline_spec(tmp_path: Path) -> None:
     named = validate_paths([tmp_path / "spark-pipeline.yml"])
     assert named.ok and named.files_checked == 0
     assert [n.message for n in named.notes] == [
-        "not checked: a pipeline spec (spark-pipeline.yml), not a rule file"]
+        "a pipeline spec: its libraries checked for files that spark-pipelines refuses "
+        "(not read as a rule file)"]
 
 
 def test_explicit_file_with_another_suffix_is_read_as_a_rule_file(tmp_path: Path) -> None:

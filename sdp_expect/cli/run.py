@@ -21,6 +21,8 @@ from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, write_
 from sdp_expect.cli.run_output import Definitions
 from sdp_expect.cli.spark_pipelines import Outcome, build_command, run_pipeline
 from sdp_expect.definitions import DEFINITIONS_VARIABLE
+from sdp_expect.errors import SdpExpectError
+from sdp_expect.layout import layout_problems
 from sdp_expect.project import Project, UsageProblem, find_spec, load_project
 from sdp_expect.report.as_json import report_dict, violation_dict
 from sdp_expect.report.build import build_report
@@ -189,6 +191,9 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
         write_text(sys.stderr, f"sdp-expect {action}: error: {problem}\n")
         return EXIT_USAGE
     as_json = args.format == "json"
+    misplaced = layout_problems(project.spec)
+    if misplaced:
+        return _refuse_layout(action, project, misplaced, as_json)
     events_out = sys.stderr if as_json else sys.stdout
     color = use_color(args.color, events_out)
     if invocation.local:
@@ -251,6 +256,23 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
     write_text(sys.stdout, paint(f"full log: {_shown_path(log_path)}\n", "dim", color))
     write_text(sys.stdout, _final_line(action, outcome, status, color))
     return status
+
+
+def _refuse_layout(action: str, project: Project, problems: list[SdpExpectError],
+                   as_json: bool) -> int:
+    """Files in the spec's libraries that ``spark-pipelines`` would refuse or misread: said
+    before Spark starts, each with its code and fix; nothing runs."""
+    if as_json:
+        write_text(sys.stdout, json.dumps({
+            "command": action, "spec": str(project.spec), "exit_code": EXIT_PROBLEMS,
+            "status": "NOT_STARTED", "flows": {}, "rule_errors": [],
+            "definition_errors": [problem.as_dict() for problem in problems]},
+            indent=2, ensure_ascii=False) + "\n")
+    else:
+        write_text(sys.stderr, "".join(f"{problem.render()}\n" for problem in problems))
+        write_text(sys.stderr, f"sdp-expect {action}: not started: {len(problems)} file(s) in "
+                   "the spec's libraries that spark-pipelines would refuse\n")
+    return EXIT_PROBLEMS
 
 
 LOG_FOLDER = Path(".sdp-expect") / "logs"

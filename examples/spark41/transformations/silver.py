@@ -1,4 +1,4 @@
-"""Silver: orders that pass the data-quality rules.
+"""Silver: orders that pass the data-quality rules of rules/orders_silver.yml.
 
 - `recent` warns: old orders are kept, and counted.
 - `valid_id` and `valid_amount` drop: those orders go to orders_silver_quarantine.
@@ -13,8 +13,6 @@ spark = SparkSession.active()
 
 
 @dp.materialized_view(comment="Orders with an id and a non-negative amount")
-@dp.expect("recent", "order_date >= '2020-01-01'")
-@dp.expect_or_drop("valid_id", "order_id IS NOT NULL")
-@dp.expect_or_drop("valid_amount", "amount >= 0")
+@dp.expect_from_file("../rules/orders_silver.yml")
 def orders_silver() -> DataFrame:
     return spark.read.table("orders_bronze")
