@@ -68,29 +68,12 @@ def _parse_bool(key: str, raw: str) -> bool:
     raise SdpExpectError("SDPX-CFG-201", f"{key} = {raw!r} is not 'true' or 'false'")
 
 
-def _parse_null_result(raw: str) -> bool:
+def _choice(key: str, raw: str, no: str, yes: str) -> bool:
+    """A setting that takes one of two words: False for ``no``, True for ``yes``."""
     value = raw.strip().lower()
-    if value in ("fail", "pass"):
-        return value == "pass"
-    raise SdpExpectError(
-        "SDPX-CFG-201", f"{KEY_NULL_RESULT} = {raw!r} is not 'fail' or 'pass'"
-    )
-
-
-def _parse_file_format_flows(raw: str) -> bool:
-    value = raw.strip().lower()
-    if value in ("error", "allow"):
-        return value == "allow"
-    raise SdpExpectError(
-        "SDPX-CFG-201", f"{KEY_FILE_FORMAT_FLOWS} = {raw!r} is not 'error' or 'allow'"
-    )
-
-
-def _parse_metrics_from(raw: str) -> bool:
-    value = raw.strip().lower()
-    if value in ("query", "output"):
-        return value == "output"
-    raise SdpExpectError("SDPX-CFG-201", f"{KEY_METRICS_FROM} = {raw!r} is not 'query' or 'output'")
+    if value in (no, yes):
+        return value == yes
+    raise SdpExpectError("SDPX-CFG-201", f"{key} = {raw!r} is not {no!r} or {yes!r}")
 
 
 def read_options(get: Callable[[str], Optional[str]]) -> PipelineOptions:
@@ -105,11 +88,13 @@ def read_options(get: Callable[[str], Optional[str]]) -> PipelineOptions:
     quarantine_raw = get(KEY_QUARANTINE)
     metrics_raw = get(KEY_METRICS)
     return PipelineOptions(
-        null_passes=_parse_null_result(null_raw) if null_raw is not None else False,
+        null_passes=(_choice(KEY_NULL_RESULT, null_raw, "fail", "pass") if null_raw is not None
+                     else False),
         quarantine=_parse_bool(KEY_QUARANTINE, quarantine_raw) if quarantine_raw else False,
         metrics=_parse_bool(KEY_METRICS, metrics_raw) if metrics_raw else True,
-        multiple_flows_on_file_formats=_parse_file_format_flows(flows_raw) if flows_raw else False,
-        metrics_from_output=(_parse_metrics_from(metrics_from_raw) if metrics_from_raw
-                             else False),
+        multiple_flows_on_file_formats=(_choice(KEY_FILE_FORMAT_FLOWS, flows_raw, "error", "allow")
+                                        if flows_raw else False),
+        metrics_from_output=(_choice(KEY_METRICS_FROM, metrics_from_raw, "query", "output")
+                             if metrics_from_raw else False),
         default_format=get(KEY_DEFAULT_FORMAT) or "parquet",
     )
