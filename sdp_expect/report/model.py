@@ -3,7 +3,7 @@ tables hold, and the state of each dataset in a run.
 
 After ``spark-pipelines`` has run, every dataset with expectations has a
 ``<dataset>_dq_metrics`` table (docs/semantics.md#metrics) and, when quarantine is on,
-a quarantine table (section 5). :mod:`sdp_expect.report.reader` reads them into
+a quarantine table (docs/semantics.md#quarantine). :mod:`sdp_expect.report.reader` reads them into
 a :class:`TableReading`, :func:`sdp_expect.report.build.build_report` makes a
 :class:`QualityReport` of it, which :mod:`~sdp_expect.report.text`,
 :mod:`~sdp_expect.report.as_json` and :mod:`~sdp_expect.report.html` show.
