@@ -107,7 +107,10 @@ class ValidationReport:
             "ok": self.ok,
             "files_checked": self.files_checked,
             "rules_checked": self.rules_checked,
-            "errors": [asdict(e) for e in self.errors],
+            # line and column stay out: the JSON keeps its shape (the place is in "rule");
+            # --format github and sarif place each error by them
+            "errors": [{k: v for k, v in asdict(e).items() if k not in ("line", "column")}
+                       for e in self.errors],
             "notes": [asdict(n) for n in self.notes],
         }
 

@@ -37,6 +37,9 @@ class ValidationIssue:
         expectation 'valid_id'"``); ``None`` when the error concerns the whole file.
     :param message: What is wrong and how to fix it.
     :param expectation: The expectation's name, when known.
+    :param line: The line in ``file``, when known (a SQL file's errors), for the
+        formats that place an error (``--format github``, ``sarif``).
+    :param column: The column on that line, when known.
     """
 
     code: str
@@ -44,6 +47,8 @@ class ValidationIssue:
     rule: Optional[str]
     message: str
     expectation: Optional[str] = None
+    line: Optional[int] = None
+    column: Optional[int] = None
 
     def to_text(self) -> str:
         """One line: ``[CODE] file, rule: message``."""

@@ -102,12 +102,15 @@ def _issues(findings: Findings, path: str) -> list[ValidationIssue]:
 
 def _issue(error: SdpExpectError, path: str) -> ValidationIssue:
     """One error of the SQL file."""
+    numbers = _line_and_column(error.place, path)
     return ValidationIssue(
         code=error.code,
         file=path,
         rule=_place(error.place, path, error.dataset, error.expectation),
         message=f"{error.detail}. Fix: {error.fix}.",
         expectation=error.expectation,
+        line=numbers[0] if numbers else None,
+        column=numbers[1] if len(numbers) > 1 else None,
     )
 
 
@@ -122,6 +125,7 @@ def _unreadable_issue(use: RuleFileUse, path: str) -> ValidationIssue:
         message=f"the rule file {use.check.file!r} named by 'sdp_expect.rules' cannot be "
         f"read: {problem.detail}. Fix: write the path of the rule file relative to the "
         "folder of this SQL file, and check that the file is readable.",
+        line=where.line, column=where.column,
     )
 
 

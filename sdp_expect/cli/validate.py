@@ -26,14 +26,25 @@ def add_validate(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help="a rule file or SQL file, or a directory searched for *.yml, "
                         "*.yaml, *.json, *.sql")
-    parser.add_argument("--format", choices=("text", "json"), default="text",
-                        help="output format (default: text)")
+    parser.add_argument("--format", choices=("text", "json", "github", "sarif"), default="text",
+                        help="output format (default: text): json, the report as data; "
+                        "github, GitHub Actions error annotations; sarif, a SARIF 2.1.0 log "
+                        "for code-scanning tools")
     parser.set_defaults(handler=_run_validate)
 
 
 def _run_validate(args: argparse.Namespace) -> int:
     from sdp_expect.validate import validate_paths
+    from sdp_expect.validate_formats import to_github, to_sarif
 
     report = validate_paths(args.paths)
-    write_text(sys.stdout, report.to_json() + "\n" if args.format == "json" else report.to_text())
+    if args.format == "json":
+        shown = report.to_json() + "\n"
+    elif args.format == "github":
+        shown = to_github(report.errors)
+    elif args.format == "sarif":
+        shown = to_sarif(report.errors)
+    else:
+        shown = report.to_text()
+    write_text(sys.stdout, shown)
     return EXIT_OK if report.ok else EXIT_PROBLEMS
