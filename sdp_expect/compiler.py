@@ -189,9 +189,15 @@ class RuleLogic:
             "count(1) AS total",
             f"count_if({DROPPED_FLAG_COLUMN}) AS dropped",
             "array(" + ", ".join(
-                f"count_if(array_contains({FAILED_EXPECTATIONS_COLUMN}, {sql_string(e.name)}))"
-                for e in self.rules.expectations) + ") AS failed",
+                self.count_named(e) for e in self.rules.expectations) + ") AS failed",
         ]
+
+    @staticmethod
+    def count_named(expectation: Expectation) -> str:
+        """How many records name ``expectation`` in ``_failed_expectations`` (a record
+        log's or a quarantine's), the one reading of that column back."""
+        return (f"count_if(array_contains({FAILED_EXPECTATIONS_COLUMN}, "
+                f"{sql_string(expectation.name)}))")
 
     def counts_from_kept(self) -> list[str]:
         """The one-row counts of the records a materialized view kept (read back from
@@ -207,8 +213,7 @@ class RuleLogic:
         """The one-row counts of the records a materialized view dropped (its quarantine):
         how many, and per rule how many name it in ``_failed_expectations``."""
         return ["count(1) AS _sdpx_dropped",
-                *(f"count_if(array_contains({FAILED_EXPECTATIONS_COLUMN}, {sql_string(e.name)})) "
-                  f"AS _sdpx_dropped_{i}" if e.action is not Action.FAIL
+                *(f"{self.count_named(e)} AS _sdpx_dropped_{i}" if e.action is not Action.FAIL
                   else f"CAST(0 AS BIGINT) AS _sdpx_dropped_{i}"
                   for i, e in enumerate(self.rules.expectations))]
 

@@ -116,6 +116,21 @@ def test_one_flow_over_a_union_is_exact_on_parquet(make_pipeline: MakePipeline) 
             for name, row in metrics.items()} == {
         "small": (5, 2), "valid_id": (5, 1), "not_negative": (5, 2)}
 
+    # A second update with new files in both sources: every table adds exactly them.
+    write_json(web, "2.json", [(6, 3, "web"), (7, -5, "web")])
+    write_json(shop, "2.json", [(8, 50, "shop")])
+    second = pipeline.run()
+    assert second.ok, second.output
+    assert_df_equality(second.table("orders"), pipeline.spark.createDataFrame(
+        [*KEPT, (6, 3, "web"), (8, 50, "shop")], SCHEMA), ignore_row_order=True,
+        ignore_nullable=True)
+    quarantine = {(r["id"], r["amount"], r["source"]): r["_failed_expectations"]
+                  for r in second.rows("orders_quarantine")}
+    assert quarantine == {**QUARANTINED, (7, -5, "web"): ["not_negative"]}
+    assert {name: (row["total_records"], row["failed_records"], row["dropped_records"])
+            for name, row in metrics_by_name(second, "orders").items()} == {
+        "small": (8, 3, 4), "valid_id": (8, 1, 4), "not_negative": (8, 3, 4)}
+
 
 def test_two_flows_allowed_by_the_setting_each_get_the_rules(
         make_pipeline: MakePipeline) -> None:
