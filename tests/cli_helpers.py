@@ -110,3 +110,24 @@ def assert_runs_without_pyspark(code: str) -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env=repo_env(), timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+DISTRIBUTION = ("pyproject.toml", "README.md", "sdp_expect")
+"""What pip needs to build sdp-expect: a copy of these is the package as released."""
+
+
+def copy_distribution(directory: Path, *extra: str) -> Path:
+    """Copy what pip builds sdp-expect from (and the files ``extra``) into ``directory``:
+    a clean source, without this tree's build leftovers (``*.egg-info``, caches).
+
+    :returns: ``directory``.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in (*DISTRIBUTION, *extra):
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, directory / name,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(source, directory / name)
+    return directory
