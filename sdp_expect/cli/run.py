@@ -2,8 +2,9 @@
 
 The command runs the project's pipeline through
 :mod:`sdp_expect.cli.spark_pipelines` (which has the defaults and why), shows
-its events as they come (what is shown: :mod:`sdp_expect.cli.run_output`), keeps
-its full output in a log file, and ``run`` then prints the data-quality summary
+its events as they come (what is shown: :mod:`sdp_expect.cli.run_output`) with
+the flows' progress (:mod:`sdp_expect.cli.progress`), keeps its full output in a
+log file, and ``run`` then prints the data-quality summary
 (:mod:`sdp_expect.report`).
 """
 
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, write_text
+from sdp_expect.cli.progress import MODES, Progress, choose_mode
 from sdp_expect.cli.run_output import Definitions
 from sdp_expect.cli.spark_pipelines import Outcome, build_command, run_pipeline
 from sdp_expect.definitions import DEFINITIONS_VARIABLE
@@ -44,8 +46,9 @@ __all__ = [
 ]
 
 RUN_DESCRIPTION = """\
-Run the pipeline with spark-pipelines, stream its events as they come, and
-print a data-quality summary at the end: for each dataset with expectations,
+Run the pipeline with spark-pipelines, stream its events as they come with
+the flows' progress (done, running, failed, elapsed time), and print a
+data-quality summary at the end: for each dataset with expectations,
 each rule's action, passed and failed records and failure percentage, and the
 records the dataset dropped, read from its <dataset>_dq_metrics table. A
 violated fail rule is shown with its record, and the exit status is 1.
@@ -106,6 +109,11 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, summary: bool) -> N
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                         help="colour failures and the summary: auto (default) when writing to "
                         "a terminal and NO_COLOR is not set")
+    parser.add_argument("--progress", choices=MODES, default="auto",
+                        help="the flows' progress and the elapsed time while the run goes: "
+                        "live (one line rewritten in place), plain (a line when flows end, "
+                        "and after a minute of silence), none; auto (default): live on "
+                        "a terminal, plain otherwise")
     parser.add_argument("--verbose", action="store_true",
                         help="show every line spark-pipelines prints (Spark's logs, warnings, "
                         "plans, tracebacks); by default they go only to the log file "
@@ -205,10 +213,18 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
     log_path, definitions = _log_files(project, action)
     invocation.env[DEFINITIONS_VARIABLE] = str(definitions)
     verbose = bool(getattr(args, "verbose", False))
-    with open(log_path, "w", encoding="utf-8", errors="replace") as log:
-        outcome = run_pipeline(invocation, events_out, color=color, write=write_text,
-                               port_wait=args.port_wait, verbose=verbose, log=log,
-                               definitions=definitions)
+    mode = choose_mode(args.progress, events_out)
+    progress = None if mode == "none" else Progress(
+        events_out, mode, color=color, write=write_text,
+        waiting="checking the pipeline's definitions" if dry else "no flow reported yet")
+    try:
+        with open(log_path, "w", encoding="utf-8", errors="replace") as log:
+            outcome = run_pipeline(invocation, events_out, color=color, write=write_text,
+                                   port_wait=args.port_wait, verbose=verbose, log=log,
+                                   definitions=definitions, progress=progress)
+    finally:
+        if progress is not None:  # before anything else is written: no line after it
+            progress.close()
     if verbose and outcome.rule_errors:
         write_text(events_out, "".join(paint(rule.error().render(), "bold red", color) + "\n"
                                        for rule in outcome.rule_errors))
