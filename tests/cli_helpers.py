@@ -27,6 +27,20 @@ def user_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def replaying_project(tmp_path: Path, script: str, capture: Path) -> tuple[Path, dict[str, str]]:
+    """An empty project, and an environment whose ``spark-pipelines`` is the Python
+    ``script`` (it finds the real output ``capture`` to replay in ``$REPLAY``)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "spark-pipeline.yml").write_text("name: replay\nlibraries: []\n")
+    replay = tmp_path / "replay.py"
+    replay.write_text(script)
+    wrapper = tmp_path / "spark-pipelines"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{replay}" "$@"\n')
+    wrapper.chmod(0o755)
+    return project, user_env(SDP_EXPECT_SPARK_PIPELINES=str(wrapper), REPLAY=str(capture))
+
+
 def sdp_expect(*args: str, cwd: Path, env: Optional[dict[str, str]] = None,
                timeout: float = 900) -> subprocess.CompletedProcess[str]:
     """Run the installed ``sdp-expect`` console script."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 import io
 import itertools
 import re
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -26,7 +25,13 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from cli_helpers import REPO, screen, sdp_expect, sdp_expect_on_terminal, user_env
+from cli_helpers import (
+    REPO,
+    replaying_project,
+    screen,
+    sdp_expect,
+    sdp_expect_on_terminal,
+)
 
 from sdp_expect.cli.progress import (
     SETTLE,
@@ -358,15 +363,7 @@ with open(os.environ["REPLAY"], encoding="utf-8") as handle:
 @pytest.fixture
 def replayed(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """A project, and an environment whose spark-pipelines replays the real example run."""
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "spark-pipeline.yml").write_text("name: replay\nlibraries: []\n")
-    script = tmp_path / "replay.py"
-    script.write_text(REPLAY)
-    wrapper = tmp_path / "spark-pipelines"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
-    wrapper.chmod(0o755)
-    return project, user_env(SDP_EXPECT_SPARK_PIPELINES=str(wrapper), REPLAY=str(EXAMPLES[-1]))
+    return replaying_project(tmp_path, REPLAY, EXAMPLES[-1])
 
 
 def test_the_command_draws_live_on_a_terminal_and_ends_before_its_last_lines(
