@@ -377,8 +377,13 @@ def test_killed_runs_then_a_complete_run_hold_every_record_once(tmp_path: Path) 
     # the file source's own log and the query's offset log makes the first batch after
     # the restart take two files (Spark's file source, seen on 4.1.4): at most one file
     # per kill is merged so, and no record is lost or doubled (checked above).
+    # The batch log's flow also commits, per run, at most one micro-batch without data
+    # (the one that writes the last micro-batch's row, docs/semantics.md#the-batch-log).
     done = committed_batches(storage, FLOWS)
-    assert all(files - len(history) <= n <= files for n in done.values()), report + str(done)
+    runs = len(history) + 1
+    assert all(files - len(history) <= n <= files + (runs if flow.endswith("_to_dq_batches")
+                                                     else 0)
+               for flow, n in done.items()), report + str(done)
     print(f"fault test: seed {seed}, {len(records)} records in {files} files, "
           f"{len(history)} kills, {time.monotonic() - started:.0f} s", flush=True)
 
