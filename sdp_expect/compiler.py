@@ -137,11 +137,8 @@ class RuleLogic:
 
     def failed_names(self) -> str:
         """ARRAY<STRING>: names of the warn and drop rules the record violated, in order."""
-        named = [
-            f"CASE WHEN {self.violates(e)} THEN {sql_string(e.name)} END"
-            for e in self.rules.expectations
-            if e.action is not Action.FAIL
-        ]
+        named = [f"CASE WHEN {self.violates(e)} THEN {sql_string(e.name)} END"
+                 for _, e in self._logged()]
         if not named:
             return "CAST(array() AS ARRAY<STRING>)"
         return f"filter(array({', '.join(named)}), _sdpx_name -> _sdpx_name IS NOT NULL)"
@@ -171,8 +168,9 @@ class RuleLogic:
         return self.guarded("true") if self.has_fail_rules() else None
 
     def _logged(self) -> list[tuple[int, Expectation]]:
-        """The rules a batch log counts (warn and drop: a violated fail rule stops the
-        flow), with their position among the dataset's expectations."""
+        """The rules a batch log counts and ``_failed_expectations`` names (warn and drop:
+        a violated fail rule stops the flow), with their position among the dataset's
+        expectations."""
         return [(i, e) for i, e in enumerate(self.rules.expectations)
                 if e.action is not Action.FAIL]
 
@@ -216,9 +214,10 @@ class RuleLogic:
     def counts_from_batch_log(self) -> list[str]:
         """The one-row counts ``(total, dropped, failed[])`` summed over a batch log (a
         rule the log does not name, a fail rule or a rule added later, counts 0 there)."""
+        logged = {i for i, _ in self._logged()}
         failed = [f"coalesce(sum(try_element_at({BATCH_FAILED_COLUMN}, {sql_string(e.name)})), 0)"
-                  if e.action is not Action.FAIL else "CAST(0 AS BIGINT)"
-                  for e in self.rules.expectations]
+                  if i in logged else "CAST(0 AS BIGINT)"
+                  for i, e in enumerate(self.rules.expectations)]
         return [
             f"coalesce(sum({BATCH_RECORDS_COLUMN}), 0) AS total",
             f"coalesce(sum({BATCH_DROPPED_COLUMN}), 0) AS dropped",
