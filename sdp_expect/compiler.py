@@ -185,21 +185,33 @@ class RuleLogic:
             *(f"{self.violates(e)} AS _sdpx_failed_{i}" for i, e in self._logged()),
         ]
 
+    def _failed_map(self, count: str) -> str:
+        """The batch log's ``_failed`` map: per warn and drop rule (by name), ``count``
+        formatted with the rule's input column (``_sdpx_failed_<i>``)."""
+        logged = self._logged()
+        if not logged:
+            return "CAST(map() AS MAP<STRING, BIGINT>)"
+        names = ", ".join(sql_string(e.name) for _, e in logged)
+        counts = ", ".join(count.format(f"_sdpx_failed_{i}") for i, _ in logged)
+        return f"map_from_arrays(array({names}), array({counts}))"
+
     def batch_log_counts(self) -> list[str]:
         """The aggregates of one micro-batch's :meth:`batch_log_inputs`, grouped by
         ``_batch_time``: how many records, how many dropped, and per rule (by name) how
         many violated it."""
-        logged = self._logged()
-        if logged:
-            names = ", ".join(sql_string(e.name) for _, e in logged)
-            counts = ", ".join(f"count_if(_sdpx_failed_{i})" for i, _ in logged)
-            failed = f"map_from_arrays(array({names}), array({counts}))"
-        else:
-            failed = "CAST(map() AS MAP<STRING, BIGINT>)"
         return [
             f"count(1) AS {BATCH_RECORDS_COLUMN}",
             f"count_if(_sdpx_dropped) AS {BATCH_DROPPED_COLUMN}",
-            f"{failed} AS {BATCH_FAILED_COLUMN}",
+            f"{self._failed_map('count_if({})')} AS {BATCH_FAILED_COLUMN}",
+        ]
+
+    def batch_log_record_counts(self) -> list[str]:
+        """The counts of one record's :meth:`batch_log_inputs`, with the columns and types
+        of :meth:`batch_log_counts`: one record, 1 or 0 dropped, 1 or 0 per rule."""
+        return [
+            f"CAST(1 AS BIGINT) AS {BATCH_RECORDS_COLUMN}",
+            f"CAST(_sdpx_dropped AS BIGINT) AS {BATCH_DROPPED_COLUMN}",
+            f"{self._failed_map('CAST({} AS BIGINT)')} AS {BATCH_FAILED_COLUMN}",
         ]
 
     def counts_from_query(self) -> list[str]:
@@ -332,6 +344,14 @@ class RuleLogic:
                 f"FROM (SELECT * FROM {source})\n"
                 f"WATERMARK {BATCH_TIME_COLUMN} DELAY OF INTERVAL 0 SECONDS AS _sdpx_batch\n"
                 f"GROUP BY {BATCH_TIME_COLUMN}")
+
+    def batch_log_record_select(self, source: str) -> str:
+        """``SELECT`` of a streaming table's batch log from the relation ``source``, one
+        row per record (Spark 4.1, whose Hive session cannot resolve the ``WATERMARK`` of
+        :meth:`batch_log_select`, docs/semantics.md#the-batch-log): the same columns, so
+        that the metrics sum it alike."""
+        return (f"SELECT {BATCH_TIME_COLUMN}, {', '.join(self.batch_log_record_counts())}\n"
+                f"FROM {source}")
 
     def metrics_select_from_query(self, source: str) -> str:
         """``SELECT`` of a materialized view's metrics from the relation ``source``."""

@@ -213,7 +213,7 @@ def emit(plan: Plan, query: Optional[DataFrame], func: Callable[..., Any],
         _dataset(spec, query, func, options)  # type: ignore[arg-type]
     for flow in plan.flows:
         assert query is not None
-        if flow.step is Step.BATCH_LOG:
+        if flow.step in (Step.BATCH_LOG, Step.BATCH_LOG_BY_RECORD):
             _sql_flow(flow)
             continue
         _sdp.append_flow(target=flow.target, name=flow.name, spark_conf=dict(flow.spark_conf))(

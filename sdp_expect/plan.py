@@ -40,6 +40,7 @@ from sdp_expect.names import (
     quarantine_name,
 )
 from sdp_expect.options import PipelineOptions
+from sdp_expect.spark_version import WATERMARK_IN_HIVE_SESSION, spark_has
 
 __all__ = [
     "CHECK_VIEW_PREFIX",
@@ -189,6 +190,10 @@ class PlanState:
     :param streaming_tables: The streaming tables declared so far, with the
         format given (None: the session's default).
     :param sinks: Names declared with ``create_sink``.
+    :param batch_per_micro_batch: True when a batch log has one row per micro-batch (a
+        watermarked aggregation); False on Spark 4.1, whose session with the Hive
+        catalog cannot resolve SQL's ``WATERMARK`` (SPARK-56453): one row per record
+        there. Default: from the installed Spark.
     """
 
     options: PipelineOptions
@@ -196,6 +201,8 @@ class PlanState:
     flows_into: dict[str, list[str]] = field(default_factory=dict)
     streaming_tables: dict[str, Optional[str]] = field(default_factory=dict)
     sinks: set[str] = field(default_factory=set)
+    batch_per_micro_batch: bool = field(
+        default_factory=lambda: spark_has(WATERMARK_IN_HIVE_SESSION))
 
     @property
     def flow_targets(self) -> set[str]:
@@ -223,6 +230,7 @@ class Step(str, enum.Enum):
     QUARANTINE = "quarantine"
     BATCH_INPUT = "batch log input"
     BATCH_LOG = "batch log"
+    BATCH_LOG_BY_RECORD = "batch log, one row per record"
     METRICS_FROM_QUERY = "metrics from the query"
     METRICS_FROM_BATCH_LOG = "metrics from the batch log"
     METRICS_FROM_COMPANIONS = "metrics from the kept and the dropped records"
@@ -286,6 +294,8 @@ class FlowSpec:
             return logic.batch_input_select(source)
         if self.step is Step.BATCH_LOG:
             return logic.batch_log_select(source)
+        if self.step is Step.BATCH_LOG_BY_RECORD:
+            return logic.batch_log_record_select(source)
         if self.step is Step.METRICS_FROM_QUERY:
             return logic.metrics_select_from_query(source)
         return logic.metrics_select_from_batch_log(source)
@@ -482,15 +492,16 @@ def _table_companions(logic: RuleLogic, companions: CompanionPlan,
     return out
 
 
-def _companion_flows(logic: RuleLogic, companions: CompanionPlan, flow: str
-                     ) -> tuple[list[DatasetSpec], list[FlowSpec]]:
+def _companion_flows(logic: RuleLogic, companions: CompanionPlan, flow: str,
+                     per_micro_batch: bool) -> tuple[list[DatasetSpec], list[FlowSpec]]:
     """The quarantine and batch-log flows of one flow ``flow`` into a streaming table, and
     the temporary view of the batch log's per-record inputs, which its flow reads.
 
-    The batch log's flow aggregates a stream under a watermark, which the Python API
-    can only write as SQL (``DataFrame.withWatermark`` has Spark Connect analyse its
-    input while planning it, docs/early-binding.md): so both front ends read the flow's
-    query through the view and count it in SQL.
+    The batch log's flow aggregates a stream under a watermark (``per_micro_batch``,
+    else it writes a row per record: :attr:`PlanState.batch_per_micro_batch`), which the
+    Python API can only write as SQL (``DataFrame.withWatermark`` has Spark Connect
+    analyse its input while planning it, docs/early-binding.md): so both front ends
+    read the flow's query through the view and count it in SQL.
     """
     conf = flow_conf(logic)
     views: list[DatasetSpec] = []
@@ -501,11 +512,13 @@ def _companion_flows(logic: RuleLogic, companions: CompanionPlan, flow: str
     if companions.batch_log:
         # The view's settings are its reader's: SDP merges a view's settings into the
         # flows that read it and refuses two values of one key (DUPLICATE_FLOW_SQL_CONF).
-        view, log_conf = batch_input_view_name(flow), {**conf, **BATCH_LOG_CONF}
+        view = batch_input_view_name(flow)
+        log_conf = {**conf, **BATCH_LOG_CONF} if per_micro_batch else conf
+        step = Step.BATCH_LOG if per_micro_batch else Step.BATCH_LOG_BY_RECORD
         views.append(DatasetSpec(view, DatasetKind.TEMPORARY_VIEW, Role.BATCH_LOG,
                                  query=FlowSpec(view, view, Step.BATCH_INPUT,
                                                 spark_conf=log_conf, logic=logic)))
-        out.append(FlowSpec(batch_log_flow_name(flow), companions.batch_log, Step.BATCH_LOG,
+        out.append(FlowSpec(batch_log_flow_name(flow), companions.batch_log, step,
                             reads=view, spark_conf=log_conf, logic=logic))
     return views, out
 
@@ -562,7 +575,8 @@ def plan_dataset(rules: DatasetRules, kind: DatasetKind, options: PipelineOption
                                spark_conf=conf, logic=logic)))
     elif kind is DatasetKind.STREAMING_TABLE:
         datasets.extend(_table_companions(logic, companions, format))
-        views, companion_flows = _companion_flows(logic, companions, name)
+        views, companion_flows = _companion_flows(logic, companions, name,
+                                                   state.batch_per_micro_batch)
         datasets.extend(views)
         flows.extend(companion_flows)
         state.table_rules[name] = TablePlan(rules, companions, logic)
@@ -637,7 +651,8 @@ def plan_append_flow(target: str, flow: str, *, state: PlanState, where: Where =
     if table is None:
         return None
     logic = table.logic
-    views, companion_flows = _companion_flows(logic, table.companions, flow)
+    views, companion_flows = _companion_flows(logic, table.companions, flow,
+                                               state.batch_per_micro_batch)
     flows = [FlowSpec(flow, target, Step.TARGET, spark_conf=flow_conf(logic, spark_conf),
                       logic=logic), *companion_flows]
     return Plan(table.rules, DatasetKind.STREAMING_TABLE, table.companions, tuple(views),

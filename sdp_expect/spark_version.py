@@ -11,7 +11,14 @@ from __future__ import annotations
 import importlib.metadata
 from typing import Optional
 
-__all__ = ["AUTO_CDC_IN_SQL", "SCD_TYPE_2", "installed_version", "release", "spark_has"]
+__all__ = [
+    "AUTO_CDC_IN_SQL",
+    "SCD_TYPE_2",
+    "WATERMARK_IN_HIVE_SESSION",
+    "installed_version",
+    "release",
+    "spark_has",
+]
 
 Release = tuple[int, int]
 
@@ -19,6 +26,10 @@ AUTO_CDC_IN_SQL: Release = (4, 3)
 """Spark reads ``CREATE FLOW ... AS AUTO CDC INTO`` in SQL from 4.3."""
 SCD_TYPE_2: Release = (4, 3)
 """``create_auto_cdc_flow(stored_as_scd_type=2)`` from 4.3."""
+WATERMARK_IN_HIVE_SESSION: Release = (4, 2)
+"""SQL's ``WATERMARK`` clause resolves in a session with the Hive catalog from 4.2
+(SPARK-56453): Spark 4.1's Hive session state lacks the rule that resolves it, so a
+query using it fails with ``UNRESOLVED_COLUMN`` (the in-memory catalog is not affected)."""
 
 _DISTRIBUTIONS = ("pyspark", "pyspark-client")
 

@@ -34,6 +34,7 @@ from sdp_expect.dbsql.statements import DatasetStatement, Statement
 from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.options import PipelineOptions, read_options
 from sdp_expect.plan import PlanState
+from sdp_expect.spark_version import WATERMARK_IN_HIVE_SESSION, spark_has
 
 __all__ = ["Translation", "include", "translate", "translate_files", "translation_errors"]
 
@@ -88,7 +89,7 @@ def include(pattern: str) -> list[Translation]:
 
 
 def translate(text: str, file: str = "<sql>", *, conf: Optional[Mapping[str, str]] = None,
-              base_dir: Optional[str] = None) -> str:
+              base_dir: Optional[str] = None, spark_version: Optional[str] = None) -> str:
     """The open-source SDP SQL of one Databricks SQL text, without Spark.
 
     :param text: The Databricks SQL.
@@ -99,15 +100,17 @@ def translate(text: str, file: str = "<sql>", *, conf: Optional[Mapping[str, str
         defaults as in a pipeline that sets none of them.
     :param base_dir: Where relative ``'sdp_expect.rules'`` paths start; default the
         current directory.
+    :param spark_version: The Spark the SQL is for (``'4.1'``, ``'4.2.1'``); default the
+        installed pyspark's. On 4.1 a batch log has one row per record
+        (docs/semantics.md#the-batch-log).
     :raises SdpExpectError: as :func:`include` does.
     """
-    options, settings = _settings(conf)
-    translator = Translator(PlanState(options=options), settings)
+    translator = _translator(conf, spark_version)
     return translator.translate(parse(text, file, base_dir=base_dir), file).text
 
 
-def translate_files(paths: Sequence[str], *,
-                    conf: Optional[Mapping[str, str]] = None) -> list[Translation]:
+def translate_files(paths: Sequence[str], *, conf: Optional[Mapping[str, str]] = None,
+                    spark_version: Optional[str] = None) -> list[Translation]:
     """Translate several Databricks SQL files of one pipeline, in the order given, without Spark.
 
     They share what one pipeline shares: a ``CREATE FLOW`` in one file gets the
@@ -115,16 +118,17 @@ def translate_files(paths: Sequence[str], *,
 
     :param paths: The files, as the user named them.
     :param conf: Pipeline settings, as for :func:`translate`.
+    :param spark_version: The Spark the SQL is for, as for :func:`translate`.
     :raises SdpExpectError: as :func:`include` does; SDPX-SQL-305 for a file that
         cannot be read.
     """
-    options, settings = _settings(conf)
-    translator = Translator(PlanState(options=options), settings)
+    translator = _translator(conf, spark_version)
     return [_translate_file(translator, os.path.abspath(path), path) for path in paths]
 
 
 def translation_errors(statements: Sequence[Statement], file: str, *,
-                       conf: Optional[Mapping[str, str]] = None) -> list[SdpExpectError]:
+                       conf: Optional[Mapping[str, str]] = None,
+                       spark_version: Optional[str] = None) -> list[SdpExpectError]:
     """Every coded error that translating one file's statements raises, without Spark.
 
     The statements are translated in order, each on its own, for one pipeline
@@ -135,9 +139,9 @@ def translation_errors(statements: Sequence[Statement], file: str, *,
     :param statements: The file's statements (:func:`sdp_expect.dbsql.parse.check`).
     :param file: The file as shown in messages.
     :param conf: Pipeline settings, as for :func:`translate`.
+    :param spark_version: The Spark the SQL is for, as for :func:`translate`.
     """
-    options, settings = _settings(conf)
-    translator = Translator(PlanState(options=options), settings)
+    translator = _translator(conf, spark_version)
     errors = []
     for statement in statements:
         try:
@@ -145,6 +149,13 @@ def translation_errors(statements: Sequence[Statement], file: str, *,
         except SdpExpectError as error:
             errors.append(error)
     return errors
+
+
+def _translator(conf: Optional[Mapping[str, str]], spark_version: Optional[str]) -> Translator:
+    """A translator for one pipeline of settings ``conf``, for Spark ``spark_version``."""
+    options, settings = _settings(conf)
+    return Translator(PlanState(options=options, batch_per_micro_batch=spark_has(
+        WATERMARK_IN_HIVE_SESSION, spark_version)), settings)
 
 
 def _settings(conf: Optional[Mapping[str, str]]) -> tuple[PipelineOptions, dict[str, str]]:

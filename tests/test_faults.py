@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
+from batch_log import PER_MICRO_BATCH
 from chispa import assert_df_equality
 from cli_helpers import read_all_tables, user_env
 from sdp_runner import MakePipeline, committed_batches, copy_project
@@ -458,9 +459,11 @@ def test_failed_update_then_fixed_source_then_rerun(make_pipeline: MakePipeline)
     # The batch log has the rows of files 0 and 1: the counts of file 2, the last
     # micro-batch committed, wait in the aggregation's state for the next micro-batch
     # to move the watermark past them, and that one failed. They are written by the
-    # next successful update (below: every record counted once).
+    # next successful update (below: every record counted once). On Spark 4.1 the log
+    # has a row per record, without aggregation: file 2's are there already.
     logged = sum(r["_records"] for r in tables["orders_dq_batches"])
-    assert logged == oracle(files[0] + files[1], FAIL_RULES).total, logged
+    in_log = files[0] + files[1] + ([] if PER_MICRO_BATCH else files[2])
+    assert logged == oracle(in_log, FAIL_RULES).total, logged
     # The metrics view depends on the failed batch-log flow, so SDP skips it: no
     # metrics of the failed update. (OSS SDP leaves a skipped materialized view
     # empty, as seen on 4.1.4; the next successful update shows the cumulative

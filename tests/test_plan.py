@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
+from batch_log import PER_MICRO_BATCH
 from cli_helpers import assert_runs_without_pyspark
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -257,7 +258,10 @@ def test_a_streaming_table_and_its_flows_are_planned_alike(
     assert [(f.name, f.target, f.step, f.reads, dict(f.spark_conf)) for f in table.flows] == [
         ("events_to_quarantine", "events_quarantine", Step.QUARANTINE, None, no_retry),
         ("events_to_dq_batches", "events_dq_batches", Step.BATCH_LOG,
-         "_sdpx_batch_input_events", {**no_retry, "spark.sql.shuffle.partitions": "1"})]
+         "_sdpx_batch_input_events", {**no_retry, "spark.sql.shuffle.partitions": "1"})
+        if PER_MICRO_BATCH else  # Spark 4.1: one row per record, no aggregation
+        ("events_to_dq_batches", "events_dq_batches", Step.BATCH_LOG_BY_RECORD,
+         "_sdpx_batch_input_events", no_retry)]
     assert declared.datasets[0].query is None and declared.flows == () and declared.checks == ()
     assert [(f.name, f.target) for f in flow.flows] == [
         ("backfill", "sink_t"), ("backfill_to_quarantine", "sink_t_quarantine"),
@@ -447,3 +451,26 @@ def test_the_planner_the_compiler_and_the_translator_import_no_pyspark() -> None
         "text = sql.translate('CREATE STREAMING TABLE t (CONSTRAINT c EXPECT (a > 0) "
         "ON VIOLATION FAIL UPDATE) AS SELECT * FROM STREAM(s)')\n"
         "assert 't_dq_batches' in text and 'maxFlowRetryAttempts = 0' in text\n")
+
+
+@pytest.mark.parametrize("per_micro_batch", [True, False])
+def test_a_batch_log_is_grouped_per_micro_batch_or_written_per_record(
+        per_micro_batch: bool) -> None:
+    """The one switch between the batch log's two shapes (Spark 4.2+ / Spark 4.1): the
+    same view, table and columns; a watermarked aggregation on one partition, or a row
+    per record with no aggregation and no shuffle setting."""
+    state = PlanState(PipelineOptions(), batch_per_micro_batch=per_micro_batch)
+    plan = plan_dataset(_rules("t", Action.WARN, Action.DROP), DatasetKind.STREAMING_TABLE,
+                        PipelineOptions(), state=state)
+    (log,) = [f for f in plan.flows if f.target == "t_dq_batches"]
+    assert log.reads == "_sdpx_batch_input_t"
+    select = log.select("STREAM(_sdpx_batch_input_t)")
+    if per_micro_batch:
+        assert log.step is Step.BATCH_LOG
+        assert dict(log.spark_conf) == {"spark.sql.shuffle.partitions": "1"}
+        assert "WATERMARK _batch_time" in select and "GROUP BY _batch_time" in select
+    else:
+        assert log.step is Step.BATCH_LOG_BY_RECORD and dict(log.spark_conf) == {}
+        assert "WATERMARK" not in select and "GROUP BY" not in select
+        assert "CAST(1 AS BIGINT) AS _records" in select
+    assert select.startswith("SELECT _batch_time, ") and "AS _failed" in select

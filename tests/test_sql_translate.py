@@ -60,7 +60,8 @@ def test_docs_several_constraints_on_a_streaming_table() -> None:
     ]
     assert statement.query is not None
     assert statement.query.text == "SELECT * FROM STREAM(orders_bronze)"
-    heads = [s.split(" AS ")[0] for s in statements_of(sql.translate(text, "docs.sql"))]
+    translated = sql.translate(text, "docs.sql", spark_version="4.2")
+    heads = [s.split(" AS ")[0] for s in statements_of(translated)]
     assert heads == [
         "SET spark.sql.pipelines.maxFlowRetryAttempts = 0",
         "CREATE STREAMING TABLE orders_silver",
@@ -78,7 +79,8 @@ def test_docs_several_constraints_on_a_streaming_table() -> None:
 
 def test_docs_examples_with_quarantine_get_the_python_api_s_companions() -> None:
     text = (DOCS / "warn_drop_fail.sql").read_text()
-    out = statements_of(sql.translate(text, "docs.sql", conf={"sdp_expect.quarantine": "true"}))
+    out = statements_of(sql.translate(text, "docs.sql", conf={"sdp_expect.quarantine": "true"},
+                                      spark_version="4.2"))
     heads = [s.split(" AS ")[0] for s in out if s.startswith("CREATE")]
     assert heads == [
         "CREATE STREAMING TABLE orders_clean",
@@ -341,7 +343,7 @@ def test_streaming_table_without_query_records_its_rules_for_flows_in_any_file(
     assert "UNION ALL" in (caught.value.fix or "")
     # ... unless the table's format is known safe (USING delta) or the user says it is.
     first, second = sql.translate_files(
-        files, conf={"sdp_expect.multiple_flows_on_file_formats": "allow"})
+        files, conf={"sdp_expect.multiple_flows_on_file_formats": "allow"}, spark_version="4.2")
     assert [s.split(" AS ")[0] for s in statements_of(first.text)] == [
         "CREATE STREAMING TABLE events",
         "CREATE STREAMING TABLE events_quarantine COMMENT 'Records that sdp-expect dropped from "
@@ -572,20 +574,48 @@ def test_a_batch_log_s_shuffle_setting_is_set_back_to_the_one_in_effect() -> Non
     the pipeline's value back: the file's own ``SET``, else the pipeline's setting."""
     table = """CREATE OR REFRESH STREAMING TABLE t (CONSTRAINT c EXPECT (a > 0))
         AS SELECT * FROM STREAM(src);"""
-    sets = [s for s in statements_of(sql.translate(table, "t.sql")) if s.startswith("SET")]
+    sets = [s for s in statements_of(sql.translate(table, "t.sql", spark_version="4.2"))
+            if s.startswith("SET")]
     assert sets == ["SET spark.sql.shuffle.partitions = 1",
                     "SET spark.sql.shuffle.partitions = 200"]  # Spark's default
-    given = sql.translate(table, "t.sql", conf={"spark.sql.shuffle.partitions": "16"})
+    given = sql.translate(table, "t.sql", conf={"spark.sql.shuffle.partitions": "16"},
+                          spark_version="4.2")
     assert [s for s in statements_of(given) if s.startswith("SET")][-1] == \
         "SET spark.sql.shuffle.partitions = 16"
-    in_file = sql.translate("SET spark.sql.shuffle.partitions = '8';\n" + table, "t.sql")
+    in_file = sql.translate("SET spark.sql.shuffle.partitions = '8';\n" + table, "t.sql",
+                            spark_version="4.2")
     assert [s for s in statements_of(in_file) if s.startswith("SET")] == [
         "SET spark.sql.shuffle.partitions = '8'",
         "SET spark.sql.shuffle.partitions = 1",
         "SET spark.sql.shuffle.partitions = 8"]
     # The view the flow reads is declared under the same setting (SDP merges a view's
     # settings into its readers' and refuses two values of one key).
-    statements = statements_of(sql.translate(table, "t.sql"))
+    statements = statements_of(sql.translate(table, "t.sql", spark_version="4.2"))
     view = next(i for i, s in enumerate(statements) if s.startswith("CREATE TEMPORARY VIEW"))
     flow = next(i for i, s in enumerate(statements) if s.startswith("CREATE FLOW t_to_dq"))
     assert statements[view - 1] == "SET spark.sql.shuffle.partitions = 1" and flow == view + 1
+
+
+def test_for_spark_4_1_a_batch_log_has_a_row_per_record_and_no_setting() -> None:
+    """Spark 4.1's Hive session cannot resolve ``WATERMARK`` (SPARK-56453): the batch log's
+    flow then selects a row per record from the same view, with no shuffle ``SET``; the
+    Spark the SQL is for decides, whatever pyspark translates it."""
+    table = """CREATE OR REFRESH STREAMING TABLE t (CONSTRAINT c EXPECT (a > 0))
+        AS SELECT * FROM STREAM(src);"""
+    for version in ("4.1", "4.1.4"):
+        statements = statements_of(sql.translate(table, "t.sql", spark_version=version))
+        assert not [s for s in statements if s.startswith("SET")]
+        (flow,) = [s for s in statements if s.startswith("CREATE FLOW t_to_dq_batches")]
+        assert "WATERMARK" not in flow and "GROUP BY" not in flow
+        assert "FROM STREAM(_sdpx_batch_input_t)" in flow
+    newer = statements_of(sql.translate(table, "t.sql", spark_version="4.3.0"))
+    (flow,) = [s for s in newer if s.startswith("CREATE FLOW t_to_dq_batches")]
+    assert "WATERMARK _batch_time DELAY OF INTERVAL 0 SECONDS" in flow
+
+
+def test_translate_refuses_an_unreadable_spark_version(capsys: pytest.CaptureFixture[str],
+                                                      tmp_path: Path) -> None:
+    source = tmp_path / "t.sql"
+    source.write_text("CREATE OR REFRESH STREAMING TABLE t AS SELECT * FROM STREAM(src);\n")
+    assert cli.main(["translate", str(source), "--spark-version", "four"]) == 2
+    assert "--spark-version 'four'" in capsys.readouterr().err

@@ -46,6 +46,9 @@ def add_translate(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
                         help="a pipeline setting the translation depends on: "
                         + ", ".join(_TRANSLATE_KEYS) + " (repeatable; default: as in a "
                         "pipeline that sets none)")
+    parser.add_argument("--spark-version", metavar="X.Y",
+                        help="the Spark version the SQL is for (default: the installed "
+                        "pyspark's); on 4.1 a batch log has one row per record")
     parser.add_argument("-o", "--output", metavar="OUT",
                         help="write to OUT instead of printing: a file for one input, a folder "
                         "(one .sql file per input) for several or when OUT is a folder")
@@ -74,6 +77,7 @@ def _run_translate(args: argparse.Namespace) -> int:
     import os
 
     from sdp_expect.errors import SdpExpectError
+    from sdp_expect.spark_version import release
     from sdp_expect.sql import translate_files
 
     conf: dict[str, str] = {}
@@ -91,8 +95,12 @@ def _run_translate(args: argparse.Namespace) -> int:
                    f"KEY=VALUE with KEY one of {', '.join(_TRANSLATE_KEYS)}\n")
             return EXIT_USAGE
         conf[key] = value.strip()
+    if args.spark_version is not None and release(args.spark_version) is None:
+        write_text(sys.stderr, f"sdp-expect translate: error: --spark-version "
+                   f"{args.spark_version!r}: expected a version such as 4.1 or 4.2.1\n")
+        return EXIT_USAGE
     try:
-        translations = translate_files(args.files, conf=conf)
+        translations = translate_files(args.files, conf=conf, spark_version=args.spark_version)
     except SdpExpectError as error:
         write_text(sys.stderr, f"error: {error}\n")
         return EXIT_PROBLEMS
