@@ -28,7 +28,7 @@ from typing import Any
 
 import pyspark
 import pytest
-from cli_helpers import REPO, sdp_expect, user_env
+from cli_helpers import REPO, fake_spark_submit, sdp_expect, user_env
 
 from sdp_expect.cli.spark_pipelines import EventLog
 from sdp_expect.report.as_json import report_dict
@@ -219,7 +219,8 @@ def test_sdp_expect_run_on_a_replayed_real_run_counts_one_violation(
     wrapper = tmp_path / "spark-pipelines"
     wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
     wrapper.chmod(0o755)
-    env = user_env(SDP_EXPECT_SPARK_PIPELINES=str(wrapper), REPLAY=str(path))
+    env = user_env(SDP_EXPECT_SPARK_PIPELINES=str(wrapper), REPLAY=str(path),
+                   SDP_EXPECT_SPARK_SUBMIT=str(fake_spark_submit(tmp_path)))
     text = sdp_expect("run", "--no-summary", "--port-wait", "0", cwd=project, env=env)
     assert text.returncode == 1, text.stdout + text.stderr
     assert text.stdout.rstrip().endswith(

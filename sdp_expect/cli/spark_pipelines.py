@@ -20,10 +20,12 @@ key; see :func:`default_confs`):
 - the project folder on ``PYTHONPATH``, as on Databricks: pipeline files can
   import the project's own modules.
 
-The defaults, and the user's ``--conf spark.*`` settings too, reach Spark as
-Java system properties (``SPARK_SUBMIT_OPTS``): ``spark-pipelines`` passes
-``--conf`` settings to its local server in groups of ten and pyspark (4.1,
-4.2) keeps only the last group, so with many settings some are silently lost.
+A local run does not let ``spark-pipelines`` start its own server (pyspark
+binds that one to port 15002, so two runs on one machine could not run at the
+same time): :mod:`sdp_expect.cli.local_server` starts a Spark Connect server of
+the project's own on a free port, with these defaults and the user's
+``spark-submit`` options (:func:`split_options`), and the run is
+``spark-pipelines --remote`` to it (:meth:`Invocation.through`).
 
 Flows with fail rules are already not retried (sdp-expect sets
 ``spark.sql.pipelines.maxFlowRetryAttempts=0`` on them).
@@ -35,12 +37,10 @@ import os
 import queue
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import threading
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Callable, Mapping, Optional, Sequence, TextIO
 
@@ -52,6 +52,9 @@ from sdp_expect.violation import Violation
 
 __all__ = [
     "LOCAL_CONNECT_PORT",
+    "SERVER_OPTIONS",
+    "SHARED_OPTIONS",
+    "TOKEN_VARIABLE",
     "EventLog",
     "Invocation",
     "Outcome",
@@ -62,14 +65,16 @@ __all__ = [
     "remote_of",
     "run_pipeline",
     "spark_pipelines_command",
+    "split_options",
     "user_confs",
-    "wait_for_port",
 ]
 
 LOCAL_CONNECT_PORT = 15002
-"""The port of the local Spark Connect server that ``spark-pipelines`` starts."""
-CHILD_STATE_VARIABLES = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE",
-                         "SPARK_CONNECT_AUTHENTICATE_TOKEN")
+"""The port of the local Spark Connect server that ``spark-pipelines`` starts by itself
+(without ``--remote``); sdp-expect never lets it (see :mod:`sdp_expect.cli.local_server`)."""
+TOKEN_VARIABLE = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+"""Where a Spark Connect client, and server, read the token that authenticates the client."""
+CHILD_STATE_VARIABLES = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE", TOKEN_VARIABLE)
 """Variables a Spark Connect client sets in its own process; a new run must not inherit them."""
 
 
@@ -113,12 +118,53 @@ def is_local(remote: Optional[str]) -> bool:
     return remote is None or not remote.startswith("sc://")
 
 
-def _java_option(key: str, value: str) -> str:
-    """``-Dkey=value``, quoted as Spark's launcher reads options (``SPARK_SUBMIT_OPTS``)."""
-    option = f"-D{key}={value}"
-    if any(c.isspace() or c in "\"'\\" for c in option):
-        return '"' + option.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return option
+SERVER_OPTIONS = frozenset({
+    "--master", "--deploy-mode", "--driver-memory", "--driver-cores", "--driver-java-options",
+    "--driver-class-path", "--driver-library-path", "--executor-memory", "--executor-cores",
+    "--total-executor-cores", "--num-executors", "--jars", "--packages", "--exclude-packages",
+    "--repositories", "--files", "--archives", "--properties-file", "--queue", "--principal",
+    "--keytab", "--proxy-user",
+})
+"""``spark-submit`` options (each with a value) that set up the Spark server, not the run:
+for a local run they go to the project's server instead of ``spark-pipelines``."""
+SHARED_OPTIONS = frozenset({"--conf", "-c", "--py-files"})
+"""Options that both the server and ``spark-pipelines`` get: Spark settings (the server
+starts with them, the run's session sets the runtime ones again) and Python files (the
+pipeline's files import them; the server's Python workers too)."""
+
+
+def split_options(args: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The user's options of a local run, split: (the server's, ``spark-pipelines``').
+
+    Options in :data:`SERVER_OPTIONS` go to the server, those in :data:`SHARED_OPTIONS`
+    to both, everything else (``--full-refresh``, ``--refresh``, ...) to
+    ``spark-pipelines``; each keeps its value (``--opt VALUE`` or ``--opt=VALUE``) and
+    its order. A ``--remote`` that is not ``sc://`` (``--remote local``) is left out:
+    the project's server is the run's.
+    """
+    server: list[str] = []
+    run: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        name, equals, _ = arg.partition("=")
+        known = name in SERVER_OPTIONS or name in SHARED_OPTIONS or name == "--remote"
+        if known and not equals and index + 1 < len(args):
+            option = [arg, args[index + 1]]
+            index += 2
+        else:
+            option = [arg]
+            index += 1
+        if not known:
+            run += option
+        elif name == "--remote":
+            continue
+        else:
+            if name in SERVER_OPTIONS or name in SHARED_OPTIONS:
+                server += option
+            if name in SHARED_OPTIONS:
+                run += option
+    return server, run
 
 
 def default_confs(folder: Path) -> dict[str, str]:
@@ -162,17 +208,35 @@ class Invocation:
     :param confs: The Spark settings in force: defaults, then the user's ``--conf``.
     :param remote: The user's ``--remote``, if any.
     :param env: The environment it runs in.
+    :param server_options: A local run's options for the project's server (see
+        :func:`split_options`), as given; they are not in ``command``.
+    :param defaults: The defaults among ``confs`` (a local run's: those the user did
+        not set), which the project's server starts with.
+    :param server_url: The project's server that the run goes to, once there is one
+        (:meth:`through`).
     """
 
     command: list[str]
     confs: dict[str, str]
     remote: Optional[str]
     env: dict[str, str]
+    server_options: list[str] = field(default_factory=list)
+    defaults: dict[str, str] = field(default_factory=dict)
+    server_url: Optional[str] = None
 
     @property
     def local(self) -> bool:
-        """Whether it starts its own local Spark."""
+        """Whether it runs on a local Spark of the project's (no ``--remote sc://...``)."""
         return is_local(self.remote)
+
+    def through(self, url: str, token: str) -> Invocation:
+        """The same run on the project's server at ``url`` (``--remote``), with its token.
+
+        The token travels in the environment (``SPARK_CONNECT_AUTHENTICATE_TOKEN``), where
+        the Spark Connect client reads it, not on the command line.
+        """
+        return replace(self, command=[*self.command, "--remote", url],
+                       env={**self.env, TOKEN_VARIABLE: token}, server_url=url)
 
 
 def build_command(action: str, project: Project, passthrough: Sequence[str], *,
@@ -180,8 +244,11 @@ def build_command(action: str, project: Project, passthrough: Sequence[str], *,
                   environ: Optional[Mapping[str, str]] = None) -> Invocation:
     """The ``spark-pipelines`` command for ``action`` (``run`` or ``dry-run``).
 
-    Defaults come first and only for keys the user did not set; the user's
-    options follow unchanged, so they win.
+    Defaults are only for keys the user did not set; the user's options follow
+    unchanged, so they win. For a local run, the options that set up Spark itself
+    (``--master``, ``--driver-memory``, ``--packages``, ...) are kept apart in
+    ``server_options`` for the project's server, and the command has no ``--remote``
+    yet (:meth:`Invocation.through` adds it).
 
     :param action: ``run`` or ``dry-run``.
     :param project: The project.
@@ -191,10 +258,12 @@ def build_command(action: str, project: Project, passthrough: Sequence[str], *,
     """
     given = user_confs(passthrough)
     remote = remote_of(passthrough)
-    defaults = default_confs(project.folder) if is_local(remote) else {}
+    local = is_local(remote)
+    defaults = default_confs(project.folder) if local else {}
     added = {key: value for key, value in defaults.items() if key not in given}
+    server_options, run_options = split_options(passthrough) if local else ([], [*passthrough])
     command = [executable or spark_pipelines_command(), action, "--spec", str(project.spec),
-               *passthrough]
+               *run_options]
     env = dict(os.environ if environ is None else environ)
     env["PYTHONUNBUFFERED"] = "1"  # events as they come, not when a buffer fills
     env.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -202,19 +271,11 @@ def build_command(action: str, project: Project, passthrough: Sequence[str], *,
     # import the project's own modules (`from utilities import helpers`).
     env["PYTHONPATH"] = os.pathsep.join(
         part for part in (str(project.folder), env.get("PYTHONPATH", "")) if part)
-    if is_local(remote):
+    if local:
         for key in CHILD_STATE_VARIABLES:
             env.pop(key, None)
-        # The settings travel as Java system properties of every Spark JVM the run
-        # starts: spark-pipelines hands --conf settings to its local server in groups
-        # of ten and pyspark keeps only the last group (4.1, 4.2), so a --conf can be
-        # lost. The user's --conf are also passed on as given; the user's own
-        # SPARK_SUBMIT_OPTS come last and win.
-        spark_keys = {k: v for k, v in given.items() if k.startswith("spark.")}
-        options = [_java_option(key, value) for key, value in {**added, **spark_keys}.items()]
-        options.append(_java_option("derby.system.home", str(project.folder.resolve())))
-        env["SPARK_SUBMIT_OPTS"] = " ".join([*options, env.get("SPARK_SUBMIT_OPTS", "")]).strip()
-    return Invocation(command=command, confs={**added, **given}, remote=remote, env=env)
+    return Invocation(command=command, confs={**added, **given}, remote=remote, env=env,
+                      server_options=server_options, defaults=added)
 
 
 # --------------------------------------------------------------------------- the events
@@ -302,66 +363,23 @@ class Outcome:
     """Constraints Spark could not analyse (SDPX-DEF-111), from the check views."""
 
 
-def _port_busy(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
-
-
-def wait_for_port(port: int, wait: float, say: Callable[[str], None]) -> bool:
-    """Wait until nothing listens on ``port`` (up to ``wait`` seconds); True when free.
-
-    ``wait`` 0 (or less) does not look at the port at all: True.
-    """
-    if wait <= 0 or not _port_busy(port):
-        return True
-    say(f"sdp-expect: another local Spark Connect server is listening on port {port} "
-        f"(another spark-pipelines run?); waiting up to {wait:.0f} s for it to finish\n")
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        time.sleep(2)
-        if not _port_busy(port):
-            return True
-    return False
-
-
 def run_pipeline(invocation: Invocation, out: TextIO, *, color: bool,
-                 write: Callable[[TextIO, str], None], port_wait: float = 300.0,
-                 verbose: bool = True, log: Optional[TextIO] = None,
-                 definitions: Optional[Path] = None) -> Outcome:
+                 write: Callable[[TextIO, str], None], verbose: bool = True,
+                 log: Optional[TextIO] = None, definitions: Optional[Path] = None) -> Outcome:
     """Run ``spark-pipelines``; copy its events (all its output with ``verbose``) to ``out``.
 
-    :param invocation: From :func:`build_command`.
+    :param invocation: From :func:`build_command` (for a local run, through the
+        project's server: :meth:`Invocation.through`).
     :param out: Where the output goes, line by line as it comes.
     :param color: Colour failures, violations and the final state.
     :param write: Writes text to a stream (handles encodings).
-    :param port_wait: Seconds to wait when another local Spark Connect server holds the port.
     :param verbose: Copy every line; otherwise only what :class:`ChildOutput` shows.
     :param log: Where every line goes too (the log file).
     :param definitions: The definitions file the child writes (its variable is set
         in ``invocation.env`` by :func:`build_command`'s caller).
     """
-    attempts = 3
-    for attempt in range(1, attempts + 1):
-        if invocation.local and not wait_for_port(LOCAL_CONNECT_PORT, port_wait,
-                                                  lambda text: write(sys.stderr, text)):
-            write(sys.stderr, f"sdp-expect: port {LOCAL_CONNECT_PORT} is still in use; "
-                              "stop the other Spark Connect server and run again\n")
-            return Outcome(returncode=1, events=EventLog(), invocation=invocation)
-        outcome = _run_once(invocation, out, color=color, write=write, verbose=verbose,
-                            log=log, definitions=definitions)
-        events = outcome.events
-        # Another local server took the port between the check and the start: the
-        # pipeline never ran, so running it again is safe.
-        if not (invocation.local and events.port_taken and not events.flows) \
-                or attempt == attempts:
-            return outcome
-        write(sys.stderr, f"sdp-expect: port {LOCAL_CONNECT_PORT} was taken by another Spark "
-                          f"Connect server as this run started; starting again "
-                          f"({attempt + 1}/{attempts})\n")
-    raise AssertionError("unreachable")
+    return _run_once(invocation, out, color=color, write=write, verbose=verbose, log=log,
+                     definitions=definitions)
 
 
 STARTUP_LINES = 20

@@ -63,7 +63,8 @@ def reader_environment() -> dict[str, str]:
 
 def read_tables(folder: Path, confs: Mapping[str, str], *, catalog: Optional[str],
                 database: Optional[str], remote: Optional[str] = None,
-                sample: int = DEFAULT_SAMPLE, timeout: float = 900.0) -> TableReading:
+                token: Optional[str] = None, sample: int = DEFAULT_SAMPLE,
+                timeout: float = 900.0) -> TableReading:
     """Read the metrics and quarantine tables of a project's catalog.
 
     Starts ``python -m sdp_expect.report.reader`` in ``folder`` with a local Spark
@@ -74,6 +75,8 @@ def read_tables(folder: Path, confs: Mapping[str, str], *, catalog: Optional[str
     :param catalog: The spec's catalog; ``None`` for the session's current one.
     :param database: The spec's database; ``None`` for the session's current one.
     :param remote: A Spark Connect URL (``sc://...``) to read through instead.
+    :param token: The token ``remote`` requires (a project's own server), if any; it
+        reaches the reader in its environment (``SPARK_CONNECT_AUTHENTICATE_TOKEN``).
     :param sample: Quarantined records to read per dataset.
     :param timeout: Seconds to wait for the reader.
     :raises ReadError: when the reader fails; the message ends with its last output lines.
@@ -90,8 +93,11 @@ def read_tables(folder: Path, confs: Mapping[str, str], *, catalog: Optional[str
             command += ["--remote", remote]
         for key, value in confs.items():
             command += ["--conf", f"{key}={value}"]
+        env = reader_environment()
+        if token is not None:
+            env["SPARK_CONNECT_AUTHENTICATE_TOKEN"] = token
         try:
-            done = subprocess.run(command, cwd=folder, env=reader_environment(),
+            done = subprocess.run(command, cwd=folder, env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   timeout=timeout, check=False)
         except subprocess.TimeoutExpired as error:
