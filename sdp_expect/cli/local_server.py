@@ -82,6 +82,7 @@ __all__ = [
     "start_server",
     "stop_server",
     "warm_server",
+    "warm_up",
     "write_record",
 ]
 
@@ -449,32 +450,70 @@ def start_server(plan: ServerPlan, *, log: IO[bytes], say: Callable[[str], None]
         process = subprocess.Popen(plan.command(port, server_id), stdin=subprocess.DEVNULL,
                                    stdout=log, stderr=subprocess.STDOUT, cwd=os.getcwd(),
                                    env=plan.environment(token), start_new_session=plan.keep)
-        deadline = time.monotonic() + timeout
-        while True:
-            found = probe(port, token, timeout=1.0)
-            if found is not None and found.get(ID_KEY) == server_id:
-                record = ServerRecord(
-                    pid=process.pid, port=port, token=token, server_id=server_id,
-                    project=str(plan.folder), kept=plan.keep, owner=os.getpid(),
-                    fingerprint=plan.fingerprint, log=str(log_path) if log_path else None,
-                    started_at=datetime.datetime.now().astimezone().isoformat(timespec="seconds"))
-                say(f"sdp-expect: a local Spark Connect server on port {port} "
-                    f"(ready in {time.monotonic() - began:.1f} s)\n")
-                return record, process
-            status = process.poll()
-            if status is not None:
-                if _listening(port):  # another process bound the port first: try another
-                    break
-                raise _problem("SDPX-SRV-501", f"the local Spark Connect server exited with "
-                               f"status {status} before it answered", plan.folder,
-                               log_tail=_tail(log))
-            if time.monotonic() > deadline:
-                _stop_process(process)
-                raise _problem("SDPX-SRV-501", f"the local Spark Connect server did not answer "
-                               f"in {timeout:.0f} s", plan.folder, log_tail=_tail(log))
-            time.sleep(0.25)
+        try:
+            answered = _wait_until_up(process, port, token, server_id, log, plan.folder,
+                                      timeout)
+        except BaseException:  # Ctrl-C, or it did not start: nothing is left running
+            _stop_process(process)
+            raise
+        if answered:
+            record = ServerRecord(
+                pid=process.pid, port=port, token=token, server_id=server_id,
+                project=str(plan.folder), kept=plan.keep, owner=os.getpid(),
+                fingerprint=plan.fingerprint, log=str(log_path) if log_path else None,
+                started_at=datetime.datetime.now().astimezone().isoformat(timespec="seconds"))
+            say(f"sdp-expect: a local Spark Connect server on port {port} "
+                f"(ready in {time.monotonic() - began:.1f} s)\n")
+            return record, process
     raise _problem("SDPX-SRV-501", f"other processes took the free port chosen for the "
                    f"server {PORT_ATTEMPTS} times", plan.folder)
+
+
+def _wait_until_up(process: subprocess.Popen[bytes], port: int, token: str, server_id: str,
+                   log: IO[bytes], folder: Path, timeout: float) -> bool:
+    """Wait until the server answers on ``port`` with its id: True; False when another
+    process holds the port (the server exited, something else listens there).
+
+    :raises ServerProblem: SDPX-SRV-501 when it exits or does not answer in time.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        found = probe(port, token, timeout=1.0)
+        if found is not None and found.get(ID_KEY) == server_id:
+            return True
+        status = process.poll()
+        if status is not None:
+            if _listening(port):
+                return False
+            raise _problem("SDPX-SRV-501", f"the local Spark Connect server exited with "
+                           f"status {status} before it answered", folder, log_tail=_tail(log))
+        if time.monotonic() > deadline:
+            _stop_process(process)
+            raise _problem("SDPX-SRV-501", f"the local Spark Connect server did not answer "
+                           f"in {timeout:.0f} s", folder, log_tail=_tail(log))
+        time.sleep(0.25)
+
+
+def warm_up(record: ServerRecord) -> bool:
+    """Boot a new server's catalog and run a small query, so that the first run on it
+    does not pay for that: the embedded metastore (Derby, Hive's client) starts on its
+    first use, and Spark loads its query path on its first query. True when done.
+    """
+    from pyspark.sql.connect.session import SparkSession
+
+    try:
+        spark = SparkSession.builder.remote(f"{record.url}/;token={record.token}").create()
+    except Exception:  # the warm-up is worth trying, not worth failing for
+        return False
+    try:
+        spark.catalog.listDatabases()
+        spark.range(1000).selectExpr("id % 7 AS k").groupBy("k").count().collect()
+        return True
+    except Exception:
+        return False
+    finally:
+        with contextlib.suppress(Exception):
+            spark.stop()
 
 
 def _stop_process(process: subprocess.Popen[bytes], timeout: float = STOP_TIMEOUT) -> None:

@@ -23,7 +23,7 @@ from sdp_expect.report.as_json import to_json
 from sdp_expect.report.build import build_report
 from sdp_expect.report.html import render_html
 from sdp_expect.report.model import DEFAULT_SAMPLE, ReadError
-from sdp_expect.report.reader import load_history, read_tables
+from sdp_expect.report.reader import load_history, read_tables, read_through_server
 from sdp_expect.report.text import to_text, use_color
 
 __all__ = ["REPORT_DESCRIPTION", "add_report", "add_report_arguments", "command_report"]
@@ -94,21 +94,23 @@ def command_report(args: argparse.Namespace) -> int:
         write_text(sys.stderr, f"sdp-expect report: error: {problem}\n")
         return EXIT_USAGE
     remote = args.remote if not is_local(args.remote) else None
-    token = None
     warm = warm_server(project.folder.resolve()) if remote is None else None
-    if warm is not None:  # it holds the project's catalog: read through it
-        remote, token = warm.url, warm.token
     confs = {} if remote else {**default_confs(project.folder), **given}
-    own_catalog = not (remote or {"spark.sql.catalogImplementation",
-                                  "spark.hadoop.javax.jdo.option.ConnectionURL"} & set(given))
+    own_catalog = not (remote or warm or {"spark.sql.catalogImplementation",
+                                          "spark.hadoop.javax.jdo.option.ConnectionURL"}
+                       & set(given))
     if own_catalog and not (project.folder / "metastore_db").is_dir():
         write_text(sys.stderr, f"sdp-expect report: no catalog in {project.folder} "
                    "(metastore_db/): run the pipeline first with `sdp-expect run`\n")
         return EXIT_PROBLEMS
     try:
-        reading = read_tables(project.folder, confs, catalog=project.catalog,
-                              database=project.database, remote=remote, token=token,
-                              sample=args.sample)
+        if warm is not None:  # it holds the project's catalog: read through it
+            reading = read_through_server(warm.url, warm.token, catalog=project.catalog,
+                                          database=project.database, sample=args.sample)
+        else:
+            reading = read_tables(project.folder, confs, catalog=project.catalog,
+                                  database=project.database, remote=remote,
+                                  sample=args.sample)
     except ReadError as error:
         write_text(sys.stderr, f"sdp-expect report: cannot read the tables: {error}\n")
         return EXIT_PROBLEMS

@@ -38,7 +38,7 @@ from sdp_expect.project import Project, UsageProblem, find_spec, load_project
 from sdp_expect.report.as_json import report_dict, violation_dict
 from sdp_expect.report.build import build_report
 from sdp_expect.report.model import DEFAULT_SAMPLE, QualityReport, ReadError
-from sdp_expect.report.reader import read_tables, save_history
+from sdp_expect.report.reader import read_tables, read_through_server, save_history
 from sdp_expect.report.text import paint, to_text, use_color, violation_lines
 
 __all__ = [
@@ -186,15 +186,19 @@ def summarize_run(project: Project, outcome: Outcome, sample: int, *,
     """Read the tables after a run and combine them with what the run said.
 
     The tables are read through the server the run went to: the project's (with its
-    ``token``), or the user's ``--remote``.
+    ``token``, while it is still up), or the user's ``--remote``.
 
     :raises ReadError: when the tables cannot be read.
     """
     invocation = outcome.invocation
-    remote = invocation.server_url or (None if invocation.local else invocation.remote)
-    reading = read_tables(project.folder, {} if remote else invocation.confs,
-                          catalog=project.catalog, database=project.database,
-                          remote=remote, token=token, sample=sample)
+    if invocation.server_url and token is not None:
+        reading = read_through_server(invocation.server_url, token, catalog=project.catalog,
+                                      database=project.database, sample=sample)
+    else:
+        remote = None if invocation.local else invocation.remote
+        reading = read_tables(project.folder, {} if remote else invocation.confs,
+                              catalog=project.catalog, database=project.database,
+                              remote=remote, sample=sample)
     events = outcome.events
     return build_report(reading, flows=events.flows, violations=events.violations,
                         run_status=events.run_state or ("COMPLETED" if outcome.returncode == 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -31,6 +32,7 @@ from sdp_expect.cli.local_server import (
     remove_record,
     start_server,
     stop_server,
+    warm_up,
     write_record,
 )
 from sdp_expect.cli.run import add_pass_through, add_wait_argument
@@ -164,6 +166,14 @@ def _serve(project: Project, args: argparse.Namespace, say: Callable[[str], None
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "w+b") as log:
             record, process = start_server(plan, log=log, say=say, log_path=log_path)
+        try:
+            began = time.monotonic()
+            if warm_up(record):
+                say(f"sdp-expect: the server's catalog is open and its query path loaded "
+                    f"({time.monotonic() - began:.1f} s)\n")
+        except KeyboardInterrupt:
+            stop_server(record, process)
+            raise
         write_record(folder, record)
     if args.format == "json":
         _document(project, EXIT_OK, "UP", record)

@@ -33,6 +33,7 @@ Flows with fail rules are already not retried (sdp-expect sets
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import re
@@ -214,6 +215,9 @@ class Invocation:
         not set), which the project's server starts with.
     :param server_url: The project's server that the run goes to, once there is one
         (:meth:`through`).
+    :param client: For a local run, the command of pyspark's pipelines program run
+        directly (:mod:`sdp_expect.cli.pipelines_client`), when nothing needs
+        ``spark-pipelines``' launcher; empty otherwise.
     """
 
     command: list[str]
@@ -223,6 +227,7 @@ class Invocation:
     server_options: list[str] = field(default_factory=list)
     defaults: dict[str, str] = field(default_factory=dict)
     server_url: Optional[str] = None
+    client: list[str] = field(default_factory=list)
 
     @property
     def local(self) -> bool:
@@ -230,13 +235,26 @@ class Invocation:
         return is_local(self.remote)
 
     def through(self, url: str, token: str) -> Invocation:
-        """The same run on the project's server at ``url`` (``--remote``), with its token.
+        """The same run on the project's server at ``url``, with its token.
 
         The token travels in the environment (``SPARK_CONNECT_AUTHENTICATE_TOKEN``), where
-        the Spark Connect client reads it, not on the command line.
+        the Spark Connect client reads it, not on the command line. The command is
+        :attr:`client` when there is one (with the environment ``spark-submit`` would
+        give it: the server's URL, the user's ``--conf`` settings), else
+        ``spark-pipelines ... --remote URL``.
         """
-        return replace(self, command=[*self.command, "--remote", url],
-                       env={**self.env, TOKEN_VARIABLE: token}, server_url=url)
+        env = {**self.env, TOKEN_VARIABLE: token}
+        if not self.client:
+            return replace(self, command=[*self.command, "--remote", url], env=env,
+                           server_url=url)
+        given = {key: value for key, value in self.confs.items() if key not in self.defaults}
+        # What spark-submit hands the Python program of spark-pipelines --remote; the
+        # settings in one group, so that none is lost (pyspark reads only the last one).
+        env["SPARK_REMOTE"] = url
+        env["PYSPARK_REMOTE_INIT_CONF_LEN"] = "1"
+        env["PYSPARK_REMOTE_INIT_CONF_0"] = json.dumps(
+            {**given, "spark.remote": url, "spark.api.mode": "connect"})
+        return replace(self, command=list(self.client), env=env, server_url=url)
 
 
 def build_command(action: str, project: Project, passthrough: Sequence[str], *,
@@ -262,20 +280,51 @@ def build_command(action: str, project: Project, passthrough: Sequence[str], *,
     defaults = default_confs(project.folder) if local else {}
     added = {key: value for key, value in defaults.items() if key not in given}
     server_options, run_options = split_options(passthrough) if local else ([], [*passthrough])
-    command = [executable or spark_pipelines_command(), action, "--spec", str(project.spec),
+    base = os.environ if environ is None else environ
+    chosen = executable or base.get("SDP_EXPECT_SPARK_PIPELINES")
+    command = [chosen or spark_pipelines_command(), action, "--spec", str(project.spec),
                *run_options]
-    env = dict(os.environ if environ is None else environ)
+    env = dict(base)
     env["PYTHONUNBUFFERED"] = "1"  # events as they come, not when a buffer fills
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     # As on Databricks, the project folder is on the Python path: pipeline files can
     # import the project's own modules (`from utilities import helpers`).
     env["PYTHONPATH"] = os.pathsep.join(
         part for part in (str(project.folder), env.get("PYTHONPATH", "")) if part)
+    client: list[str] = []
     if local:
         for key in CHILD_STATE_VARIABLES:
             env.pop(key, None)
+        pipeline_options = _pipeline_options(run_options)
+        if chosen is None and pipeline_options is not None:
+            python = env.get("PYSPARK_DRIVER_PYTHON") or env["PYSPARK_PYTHON"]
+            client = [python, "-m", "sdp_expect.cli.pipelines_client", action, "--spec",
+                      str(project.spec), *pipeline_options]
     return Invocation(command=command, confs={**added, **given}, remote=remote, env=env,
-                      server_options=server_options, defaults=added)
+                      server_options=server_options, defaults=added, client=client)
+
+
+PIPELINE_OPTIONS = {"--full-refresh": True, "--full-refresh-all": False, "--refresh": True}
+"""The options of ``spark-pipelines run`` itself (True: it takes a value)."""
+
+
+def _pipeline_options(run_options: Sequence[str]) -> Optional[list[str]]:
+    """``run_options`` without the ``--conf`` settings (the server has them), when the
+    rest are options of pyspark's pipelines program alone; None when anything else
+    (``--py-files``, an option ``spark-submit`` reads) needs ``spark-pipelines``."""
+    kept: list[str] = []
+    index = 0
+    while index < len(run_options):
+        arg = run_options[index]
+        name, equals, _ = arg.partition("=")
+        takes_value = name in ("--conf", "-c") or PIPELINE_OPTIONS.get(name, False)
+        if name not in PIPELINE_OPTIONS and name not in ("--conf", "-c"):
+            return None
+        width = 2 if takes_value and not equals else 1
+        if name not in ("--conf", "-c"):
+            kept += run_options[index:index + width]
+        index += width
+    return kept
 
 
 # --------------------------------------------------------------------------- the events
