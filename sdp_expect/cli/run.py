@@ -38,7 +38,12 @@ from sdp_expect.project import Project, UsageProblem, find_spec, load_project
 from sdp_expect.report.as_json import report_dict, violation_dict
 from sdp_expect.report.build import build_report
 from sdp_expect.report.model import DEFAULT_SAMPLE, QualityReport, ReadError
-from sdp_expect.report.reader import read_tables, read_through_server, save_history
+from sdp_expect.report.reader import (
+    prepare_reading,
+    read_tables,
+    read_through_server,
+    save_history,
+)
 from sdp_expect.report.text import paint, to_text, use_color, violation_lines
 
 __all__ = [
@@ -246,6 +251,8 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
             with _spark_for(project, invocation, args, action, log, color) as server:
                 if server is not None:
                     invocation = invocation.through(server.record.url, server.record.token)
+                    if not dry and not args.no_summary:
+                        prepare_reading()
                 started = _now()
                 outcome = run_pipeline(invocation, events_out, color=color, write=write_text,
                                        verbose=verbose, log=log, definitions=definitions)

@@ -19,12 +19,14 @@ from __future__ import annotations
 import argparse
 import datetime
 import decimal
+import importlib
 import json
 import math
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
@@ -42,8 +44,8 @@ from sdp_expect.report.model import (
     TableReading,
 )
 
-__all__ = ["HISTORY_FILE", "load_history", "read_tables", "read_through_server",
-           "reader_environment", "save_history"]
+__all__ = ["HISTORY_FILE", "load_history", "prepare_reading", "read_tables",
+           "read_through_server", "reader_environment", "save_history"]
 
 HISTORY_FILE = os.path.join(".sdp-expect", "dq-history.json")
 """Where ``sdp-expect run`` keeps each dataset's last successful summary (in the project)."""
@@ -152,6 +154,13 @@ def _read_in_this_process(options: argparse.Namespace) -> dict[str, Any]:
                         sample=options.sample)
     finally:
         spark.stop()
+
+
+def prepare_reading() -> None:
+    """Import what :func:`read_through_server` needs (pyspark's Spark Connect client), in a
+    thread of its own: called before a run, the reading after it starts at once."""
+    threading.Thread(target=importlib.import_module, args=("pyspark.sql.connect.session",),
+                     name="sdp-expect: import the reader", daemon=True).start()
 
 
 def read_through_server(url: str, token: str, *, catalog: Optional[str],
