@@ -25,7 +25,8 @@ import pytest
 from cli_helpers import fake_args, fake_commands, sdp_expect, sdp_expect_script
 
 from sdp_expect.cli.local_server import RECORD_FILE, ServerRecord, read_record, write_record
-from sdp_expect.cli.spark_pipelines import split_options
+from sdp_expect.cli.spark_pipelines import build_command, split_options
+from sdp_expect.project import load_project
 
 EVENTS = "2026-01-01 10:00:00: Run is COMPLETED.\n"
 
@@ -77,6 +78,35 @@ def test_options_for_the_server_and_for_spark_pipelines_are_split() -> None:
                       "--py-files", "lib.zip", "--packages", "g:a:1"]
     assert run == ["--full-refresh", "a,b", "--conf", "k=v", "-c", "x=y", "--py-files",
                    "lib.zip", "--refresh=c"]
+
+
+def test_a_run_on_the_projects_server_starts_the_pipelines_program_directly(
+        project: Path) -> None:
+    spec = project / "spark-pipeline.yml"
+    environ = {"PATH": "/bin", "PYSPARK_PYTHON": "/usr/bin/python3"}
+    invocation = build_command("run", load_project(spec), [
+        "--full-refresh", "a", "--conf", "spark.sql.shuffle.partitions=3", "--master", "local[2]",
+        "-c", "x.y=z", "--refresh=b"], environ=environ)
+    assert invocation.server_options == ["--conf", "spark.sql.shuffle.partitions=3",
+                                         "--master", "local[2]", "-c", "x.y=z"]
+    ran = invocation.through("sc://localhost:4242", "secret")
+    assert ran.command == ["/usr/bin/python3", "-m", "sdp_expect.cli.pipelines_client", "run",
+                           "--spec", str(spec), "--full-refresh", "a", "--refresh=b"]
+    assert ran.server_url == "sc://localhost:4242"
+    assert ran.env["SPARK_REMOTE"] == "sc://localhost:4242"
+    assert ran.env["SPARK_CONNECT_AUTHENTICATE_TOKEN"] == "secret"
+    assert ran.env["PYSPARK_REMOTE_INIT_CONF_LEN"] == "1"
+    assert json.loads(ran.env["PYSPARK_REMOTE_INIT_CONF_0"]) == {
+        "spark.sql.shuffle.partitions": "3", "x.y": "z", "spark.remote": "sc://localhost:4242",
+        "spark.api.mode": "connect"}
+    # An option only spark-submit reads for the program: spark-pipelines --remote runs it
+    with_files = build_command("run", load_project(spec), ["--py-files", "lib.zip"],
+                               environ={**environ, "SDP_EXPECT_SPARK_PIPELINES": "sp"})
+    assert not with_files.client
+    assert with_files.through("sc://localhost:1", "t").command == [
+        "sp", "run", "--spec", str(spec), "--py-files", "lib.zip", "--remote", "sc://localhost:1"]
+    assert not build_command("run", load_project(spec), ["--py-files", "lib.zip"],
+                             environ=environ).client
 
 
 def test_a_run_waits_for_another_run_of_the_same_project(project: Path,
