@@ -11,7 +11,9 @@ cd "$(dirname "$0")/.."
 # expression. To keep CI within its time: the standalone cluster and the
 # SIGKILL fault loop (markers "cluster", "faults", ~3 min) run on the newest
 # line only; the middle line skips the true command-line runs (marker "cli").
-specs=${SDPX_PYSPARK_SPECS:-"~=4.1.0@not cluster and not faults;~=4.2.0@not cli;>=4.3,<5"}
+# The pre-commit hook that installs its own environment (marker "hook_env",
+# 16-80 s) installs the newest pyspark whatever the line: it runs on the newest.
+specs=${SDPX_PYSPARK_SPECS:-"~=4.1.0@not cluster and not faults and not hook_env;~=4.2.0@not cli and not hook_env;>=4.3,<5"}
 status=0
 first=1
 IFS=';' read -r -a spec_list <<< "$specs"

@@ -27,12 +27,15 @@ from typing import Optional
 from sdp_expect import violation
 from sdp_expect.model import Action, DatasetKind, DatasetRules, Expectation
 from sdp_expect.names import (
-    DROPPED_FLAG_COLUMN,
+    BATCH_DROPPED_COLUMN,
+    BATCH_FAILED_COLUMN,
+    BATCH_RECORDS_COLUMN,
+    BATCH_TIME_COLUMN,
     FAILED_EXPECTATIONS_COLUMN,
     METRICS_COLUMNS,
+    batch_log_comment,
     metrics_comment,
     quarantine_comment,
-    record_log_comment,
 )
 from sdp_expect.options import PipelineOptions
 from sdp_expect.sqltokens import sql_string
@@ -44,7 +47,7 @@ __all__ = [
     "RuleLogic",
     "metrics_comment",
     "quarantine_comment",
-    "record_log_comment",
+    "batch_log_comment",
     "sql_string",
 ]
 
@@ -134,11 +137,8 @@ class RuleLogic:
 
     def failed_names(self) -> str:
         """ARRAY<STRING>: names of the warn and drop rules the record violated, in order."""
-        named = [
-            f"CASE WHEN {self.violates(e)} THEN {sql_string(e.name)} END"
-            for e in self.rules.expectations
-            if e.action is not Action.FAIL
-        ]
+        named = [f"CASE WHEN {self.violates(e)} THEN {sql_string(e.name)} END"
+                 for _, e in self._logged()]
         if not named:
             return "CAST(array() AS ARRAY<STRING>)"
         return f"filter(array({', '.join(named)}), _sdpx_name -> _sdpx_name IS NOT NULL)"
@@ -167,11 +167,39 @@ class RuleLogic:
         the fail check (a violated fail rule raises)."""
         return self.guarded("true") if self.has_fail_rules() else None
 
-    def record_log_columns(self) -> list[str]:
-        """A streaming table's record log: dropped or not, and the rules violated."""
+    def _logged(self) -> list[tuple[int, Expectation]]:
+        """The rules a batch log counts and ``_failed_expectations`` names (warn and drop:
+        a violated fail rule stops the flow), with their position among the dataset's
+        expectations."""
+        return [(i, e) for i, e in enumerate(self.rules.expectations)
+                if e.action is not Action.FAIL]
+
+    def batch_log_inputs(self) -> list[str]:
+        """Per record, what a streaming table's batch log counts: the micro-batch's time
+        (``current_timestamp()`` is the batch's timestamp in a streaming query), whether
+        the record is dropped (a violated fail rule raises here too), and per warn and
+        drop rule whether the record violates it."""
         return [
-            f"{self.guarded(f'NOT {self.kept()}')} AS {DROPPED_FLAG_COLUMN}",
-            f"{self.failed_names()} AS {FAILED_EXPECTATIONS_COLUMN}",
+            f"current_timestamp() AS {BATCH_TIME_COLUMN}",
+            f"{self.guarded(f'NOT {self.kept()}')} AS _sdpx_dropped",
+            *(f"{self.violates(e)} AS _sdpx_failed_{i}" for i, e in self._logged()),
+        ]
+
+    def batch_log_counts(self) -> list[str]:
+        """The aggregates of one micro-batch's :meth:`batch_log_inputs`, grouped by
+        ``_batch_time``: how many records, how many dropped, and per rule (by name) how
+        many violated it."""
+        logged = self._logged()
+        if logged:
+            names = ", ".join(sql_string(e.name) for _, e in logged)
+            counts = ", ".join(f"count_if(_sdpx_failed_{i})" for i, _ in logged)
+            failed = f"map_from_arrays(array({names}), array({counts}))"
+        else:
+            failed = "CAST(map() AS MAP<STRING, BIGINT>)"
+        return [
+            f"count(1) AS {BATCH_RECORDS_COLUMN}",
+            f"count_if(_sdpx_dropped) AS {BATCH_DROPPED_COLUMN}",
+            f"{failed} AS {BATCH_FAILED_COLUMN}",
         ]
 
     def counts_from_query(self) -> list[str]:
@@ -183,19 +211,23 @@ class RuleLogic:
                                  for e in self.rules.expectations) + ") AS failed",
         ]
 
-    def counts_from_record_log(self) -> list[str]:
-        """The one-row counts ``(total, dropped, failed[])`` over a record log."""
+    def counts_from_batch_log(self) -> list[str]:
+        """The one-row counts ``(total, dropped, failed[])`` summed over a batch log (a
+        rule the log does not name, a fail rule or a rule added later, counts 0 there)."""
+        logged = {i for i, _ in self._logged()}
+        failed = [f"coalesce(sum(try_element_at({BATCH_FAILED_COLUMN}, {sql_string(e.name)})), 0)"
+                  if i in logged else "CAST(0 AS BIGINT)"
+                  for i, e in enumerate(self.rules.expectations)]
         return [
-            "count(1) AS total",
-            f"count_if({DROPPED_FLAG_COLUMN}) AS dropped",
-            "array(" + ", ".join(
-                self.count_named(e) for e in self.rules.expectations) + ") AS failed",
+            f"coalesce(sum({BATCH_RECORDS_COLUMN}), 0) AS total",
+            f"coalesce(sum({BATCH_DROPPED_COLUMN}), 0) AS dropped",
+            f"array({', '.join(failed)}) AS failed",
         ]
 
     @staticmethod
     def count_named(expectation: Expectation) -> str:
-        """How many records name ``expectation`` in ``_failed_expectations`` (a record
-        log's or a quarantine's), the one reading of that column back."""
+        """How many records name ``expectation`` in ``_failed_expectations`` (a
+        quarantine's), the one reading of that column back."""
         return (f"count_if(array_contains({FAILED_EXPECTATIONS_COLUMN}, "
                 f"{sql_string(expectation.name)}))")
 
@@ -284,9 +316,22 @@ class RuleLogic:
         return (f"SELECT {', '.join(self.quarantine_columns())}\n"
                 f"FROM {source}\nWHERE {self.quarantine_condition()}")
 
-    def record_log_select(self, source: str) -> str:
-        """``SELECT`` of a streaming table's record log from the relation ``source``."""
-        return f"SELECT {', '.join(self.record_log_columns())}\nFROM {source}"
+    def batch_input_select(self, source: str) -> str:
+        """``SELECT`` of a batch log's per-record inputs (:meth:`batch_log_inputs`) from
+        the relation ``source`` (the flow's query): a temporary view that the batch log's
+        flow reads as a stream."""
+        return f"SELECT {', '.join(self.batch_log_inputs())}\nFROM {source}"
+
+    def batch_log_select(self, source: str) -> str:
+        """``SELECT`` of a streaming table's batch log from the relation ``source`` (a
+        stream of :meth:`batch_input_select`): one row per micro-batch, grouped on the
+        batch's time under a watermark of no delay, so that Spark writes each batch's row
+        (append mode) as soon as the next batch, or the batch without data that ends a
+        triggered update, moves the watermark past it."""
+        return (f"SELECT {BATCH_TIME_COLUMN}, {', '.join(self.batch_log_counts())}\n"
+                f"FROM (SELECT * FROM {source})\n"
+                f"WATERMARK {BATCH_TIME_COLUMN} DELAY OF INTERVAL 0 SECONDS AS _sdpx_batch\n"
+                f"GROUP BY {BATCH_TIME_COLUMN}")
 
     def metrics_select_from_query(self, source: str) -> str:
         """``SELECT`` of a materialized view's metrics from the relation ``source``."""
@@ -305,7 +350,7 @@ class RuleLogic:
                 f"CROSS JOIN (SELECT {', '.join(self.counts_from_quarantine())}\n"
                 f"FROM {quarantine}) AS _sdpx_q) AS _sdpx_counts")
 
-    def metrics_select_from_record_log(self, log: str) -> str:
-        """``SELECT`` of a streaming table's metrics from its record log ``log``."""
-        counts = ", ".join(self.counts_from_record_log())
+    def metrics_select_from_batch_log(self, log: str) -> str:
+        """``SELECT`` of a streaming table's metrics from its batch log ``log``."""
+        counts = ", ".join(self.counts_from_batch_log())
         return f"SELECT {self.metrics_rows()}\nFROM (SELECT {counts}\nFROM {log}) AS _sdpx_counts"

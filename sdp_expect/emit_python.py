@@ -11,9 +11,12 @@ dataset to the catalog table of the previous update instead of to the graph
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any, Callable, Dict, Optional
 
 import pyspark.pipelines as _sdp
+from pyspark.pipelines.graph_element_registry import get_active_graph_element_registry
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -28,9 +31,9 @@ __all__ = [
     "checked",
     "emit",
     "metrics_from_query",
-    "metrics_from_record_log",
+    "metrics_from_batch_log",
     "quarantine",
-    "record_log",
+    "batch_input",
     "returning",
     "rule_check",
     "target",
@@ -64,9 +67,9 @@ def quarantine(logic: RuleLogic, query: DataFrame) -> DataFrame:
     return dropped.selectExpr(*logic.quarantine_columns())
 
 
-def record_log(logic: RuleLogic, query: DataFrame) -> DataFrame:
-    """Per record: dropped or not, and the names of the rules it violated."""
-    return query.selectExpr(*logic.record_log_columns())
+def batch_input(logic: RuleLogic, query: DataFrame) -> DataFrame:
+    """Per record, what the batch log counts (the view its flow reads)."""
+    return query.selectExpr(*logic.batch_log_inputs())
 
 
 def metrics_from_query(logic: RuleLogic, query: DataFrame) -> DataFrame:
@@ -76,9 +79,9 @@ def metrics_from_query(logic: RuleLogic, query: DataFrame) -> DataFrame:
     return checked.selectExpr(*logic.counts_from_query()).selectExpr(logic.metrics_rows())
 
 
-def metrics_from_record_log(logic: RuleLogic, log: DataFrame) -> DataFrame:
-    """``<dataset>_dq_metrics`` of a streaming table, counted from its record log."""
-    return log.selectExpr(*logic.counts_from_record_log()).selectExpr(logic.metrics_rows())
+def metrics_from_batch_log(logic: RuleLogic, log: DataFrame) -> DataFrame:
+    """``<dataset>_dq_metrics`` of a streaming table, counted from its batch log."""
+    return log.selectExpr(*logic.counts_from_batch_log()).selectExpr(logic.metrics_rows())
 
 
 def metrics_from_companions(logic: RuleLogic, kept: DataFrame, dropped: DataFrame
@@ -98,9 +101,9 @@ def rule_check(logic: RuleLogic, query: DataFrame, expectation: Expectation) -> 
 _STEPS: Dict[Step, Callable[[RuleLogic, DataFrame], DataFrame]] = {
     Step.TARGET: target,
     Step.QUARANTINE: quarantine,
-    Step.RECORD_LOG: record_log,
+    Step.BATCH_INPUT: batch_input,
     Step.METRICS_FROM_QUERY: metrics_from_query,
-    Step.METRICS_FROM_RECORD_LOG: metrics_from_record_log,
+    Step.METRICS_FROM_BATCH_LOG: metrics_from_batch_log,
 }
 
 
@@ -150,6 +153,28 @@ def _flow_query(flow: FlowSpec, query: DataFrame, like: Callable[..., Any]) -> Q
     return read_query
 
 
+def _sql_name(name: str) -> str:
+    """``name`` as a SQL identifier, as the Python API passes it to Spark: dotted parts
+    as they are when each is a plain identifier, else quoted as one part."""
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", name):
+        return name
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _sql_flow(flow: FlowSpec) -> None:
+    """Register ``flow`` (a batch log's, which reads its input view as a stream) as SQL:
+    its Spark settings ``SET`` first, in a text of its own (a ``SET`` reaches the end of
+    its own text only), then ``CREATE FLOW ... AS INSERT INTO ... BY NAME``."""
+    assert flow.reads is not None
+    settings = [f"SET {key} = {value};\n" for key, value in flow.spark_conf.items()]
+    text = "".join([*settings,
+                    f"CREATE FLOW {_sql_name(flow.name)}\n"
+                    f"AS INSERT INTO {_sql_name(flow.target)} BY NAME\n"
+                    f"{flow.select(f'STREAM({_sql_name(flow.reads)})')};\n"])
+    get_active_graph_element_registry().register_sql(
+        text, Path(f"{flow.name} (sdp-expect batch log)"))
+
+
 def _dataset(spec: DatasetSpec, query: DataFrame, func: Callable[..., Any],
              options: Dict[str, Any]) -> None:
     """Register one dataset of a plan, with the user's ``options`` of the dataset itself;
@@ -188,6 +213,9 @@ def emit(plan: Plan, query: Optional[DataFrame], func: Callable[..., Any],
         _dataset(spec, query, func, options)  # type: ignore[arg-type]
     for flow in plan.flows:
         assert query is not None
+        if flow.step is Step.BATCH_LOG:
+            _sql_flow(flow)
+            continue
         _sdp.append_flow(target=flow.target, name=flow.name, spark_conf=dict(flow.spark_conf))(
             _flow_query(flow, query, func if flow.step is Step.TARGET else _STEPS[flow.step]))
     for check in plan.checks:

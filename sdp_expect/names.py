@@ -11,7 +11,10 @@ command need not import the library's registration to read what it wrote.
 from __future__ import annotations
 
 __all__ = [
-    "DROPPED_FLAG_COLUMN",
+    "BATCH_DROPPED_COLUMN",
+    "BATCH_FAILED_COLUMN",
+    "BATCH_RECORDS_COLUMN",
+    "BATCH_TIME_COLUMN",
     "FAILED_EXPECTATIONS_COLUMN",
     "METRICS_COLUMNS",
     "METRICS_SUFFIX",
@@ -21,9 +24,9 @@ __all__ = [
     "quarantine_comment",
     "quarantine_flow_name",
     "quarantine_name",
-    "record_log_comment",
-    "record_log_flow_name",
-    "record_log_name",
+    "batch_log_comment",
+    "batch_log_flow_name",
+    "batch_log_name",
 ]
 
 QUARANTINE_SUFFIX = "_quarantine"
@@ -32,14 +35,14 @@ QUARANTINE_SUFFIX = "_quarantine"
 METRICS_SUFFIX = "_dq_metrics"
 """Appended to a dataset's name: its metrics materialized view."""
 
-RECORD_LOG_SUFFIX = "_dq_records"
-"""Appended to a streaming table's name: its record log."""
+BATCH_LOG_SUFFIX = "_dq_batches"
+"""Appended to a streaming table's name: its batch log (one row of counts per micro-batch)."""
 
 QUARANTINE_FLOW_SUFFIX = "_to_quarantine"
 """Appended to a flow's name: the flow that feeds the table's quarantine."""
 
-RECORD_LOG_FLOW_SUFFIX = "_to_dq_records"
-"""Appended to a flow's name: the flow that feeds the table's record log."""
+BATCH_LOG_FLOW_SUFFIX = "_to_dq_batches"
+"""Appended to a flow's name: the flow that feeds the table's batch log."""
 
 
 def quarantine_name(dataset: str) -> str:
@@ -52,9 +55,9 @@ def metrics_name(dataset: str) -> str:
     return f"{dataset}{METRICS_SUFFIX}"
 
 
-def record_log_name(dataset: str) -> str:
-    """The record log of the streaming table ``dataset``."""
-    return f"{dataset}{RECORD_LOG_SUFFIX}"
+def batch_log_name(dataset: str) -> str:
+    """The batch log of the streaming table ``dataset``."""
+    return f"{dataset}{BATCH_LOG_SUFFIX}"
 
 
 def quarantine_flow_name(flow: str) -> str:
@@ -62,15 +65,25 @@ def quarantine_flow_name(flow: str) -> str:
     return f"{flow}{QUARANTINE_FLOW_SUFFIX}"
 
 
-def record_log_flow_name(flow: str) -> str:
-    """The flow that feeds a streaming table's record log from the table's flow ``flow``."""
-    return f"{flow}{RECORD_LOG_FLOW_SUFFIX}"
+def batch_log_flow_name(flow: str) -> str:
+    """The flow that feeds a streaming table's batch log from the table's flow ``flow``."""
+    return f"{flow}{BATCH_LOG_FLOW_SUFFIX}"
 
 FAILED_EXPECTATIONS_COLUMN = "_failed_expectations"
 """The quarantine's extra column: names of all warn and drop rules a record violated."""
 
-DROPPED_FLAG_COLUMN = "_dropped"
-"""In a streaming table's record log: whether the record was dropped."""
+BATCH_TIME_COLUMN = "_batch_time"
+"""In a streaming table's batch log: the micro-batch's time (``current_timestamp()``)."""
+
+BATCH_RECORDS_COLUMN = "_records"
+"""In a streaming table's batch log: how many records the micro-batch had."""
+
+BATCH_DROPPED_COLUMN = "_dropped"
+"""In a streaming table's batch log: how many of them were dropped."""
+
+BATCH_FAILED_COLUMN = "_failed"
+"""In a streaming table's batch log: per warn and drop rule (by name), how many of the
+micro-batch's records violated it."""
 
 METRICS_COLUMNS = (
     "dataset",
@@ -93,12 +106,12 @@ def quarantine_comment(dataset: str) -> str:
     return f"Records that sdp-expect dropped from {dataset}"
 
 
-def record_log_comment(dataset: str) -> str:
-    """The comment of a streaming table's record log.
+def batch_log_comment(dataset: str) -> str:
+    """The comment of a streaming table's batch log.
 
     :param dataset: The streaming table's name.
     """
-    return (f"Per record of {dataset}: whether dropped, and the rules it violated "
+    return (f"Per micro-batch of {dataset}: records, dropped records and violations per rule "
             "(sdp-expect metrics log)")
 
 

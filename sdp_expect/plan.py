@@ -3,11 +3,12 @@
 Every front end hands this module the expectations of one dataset (the one
 model, :class:`~sdp_expect.model.DatasetRules`) and where they were declared;
 it answers with a :class:`Plan`: every dataset to register (the dataset
-itself and its companions ``<dataset>_quarantine``, ``<dataset>_dq_records``,
+itself and its companions ``<dataset>_quarantine``, ``<dataset>_dq_batches``,
 ``<dataset>_dq_metrics``), every flow (``<flow>_to_quarantine``,
-``<flow>_to_dq_records``), what each flow reads (the user's query or another
+``<flow>_to_dq_batches``), what each flow reads (the user's query or another
 dataset) and computes (a piece of :class:`~sdp_expect.compiler.RuleLogic`),
-its Spark conf (no retries with fail rules), and the flow's unread check
+its Spark conf (no retries with fail rules, one shuffle partition for a batch
+log), and the flow's unread check
 views. The definition-time checks of the graph (SDPX-DEF-105, -106, -108) are
 raised here, for every front end, at the location the front end passes in.
 
@@ -29,21 +30,24 @@ from sdp_expect.compiler import RuleLogic
 from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.model import Action, DatasetKind, DatasetRules, Expectation
 from sdp_expect.names import (
+    batch_log_comment,
+    batch_log_flow_name,
+    batch_log_name,
     metrics_comment,
     metrics_name,
     quarantine_comment,
     quarantine_flow_name,
     quarantine_name,
-    record_log_comment,
-    record_log_flow_name,
-    record_log_name,
 )
 from sdp_expect.options import PipelineOptions
 
 __all__ = [
     "CHECK_VIEW_PREFIX",
     "NO_RETRY_CONF",
+    "BATCH_INPUT_VIEW_PREFIX",
+    "BATCH_LOG_CONF",
     "RETRY_KEY",
+    "SHUFFLE_PARTITIONS_KEY",
     "CompanionPlan",
     "DatasetSpec",
     "FlowSpec",
@@ -55,6 +59,7 @@ __all__ = [
     "TablePlan",
     "Where",
     "auto_cdc_target_error",
+    "batch_input_view_name",
     "check_view_name",
     "flow_conf",
     "plan_append_flow",
@@ -72,6 +77,19 @@ RETRY_KEY = "spark.sql.pipelines.maxFlowRetryAttempts"
 
 NO_RETRY_CONF = {RETRY_KEY: "0"}
 """Per-flow setting for flows with fail rules: a failed expectation is not retried."""
+
+SHUFFLE_PARTITIONS_KEY = "spark.sql.shuffle.partitions"
+"""The Spark setting of how many partitions a shuffle (and a streaming aggregation's
+state) has."""
+
+BATCH_INPUT_VIEW_PREFIX = "_sdpx_batch_input_"
+"""The start of the name of a batch log's input view (:func:`batch_input_view_name`)."""
+
+BATCH_LOG_CONF = {SHUFFLE_PARTITIONS_KEY: "1"}
+"""Per-flow setting of a batch log's flow: its aggregation has one group per micro-batch,
+so one partition of state; with Spark's default (200) every micro-batch would run 200
+tasks of an empty state store (measured: 10x the update time). Spark keeps the number a
+streaming query started with in its checkpoint."""
 
 CHECK_VIEW_PREFIX = "_sdpx_check_"
 
@@ -194,7 +212,7 @@ class Role(str, enum.Enum):
     TARGET = "target"
     """The dataset itself (the kept records), or a flow into it."""
     QUARANTINE = "quarantine"
-    RECORD_LOG = "record log"
+    BATCH_LOG = "batch log"
     METRICS = "metrics"
 
 
@@ -203,9 +221,10 @@ class Step(str, enum.Enum):
 
     TARGET = "target"
     QUARANTINE = "quarantine"
-    RECORD_LOG = "record log"
+    BATCH_INPUT = "batch log input"
+    BATCH_LOG = "batch log"
     METRICS_FROM_QUERY = "metrics from the query"
-    METRICS_FROM_RECORD_LOG = "metrics from the record log"
+    METRICS_FROM_BATCH_LOG = "metrics from the batch log"
     METRICS_FROM_COMPANIONS = "metrics from the kept and the dropped records"
 
 
@@ -214,19 +233,19 @@ class CompanionPlan:
     """The companion datasets of one dataset (names, or None when absent).
 
     :param quarantine: The quarantine dataset (same kind as the dataset).
-    :param record_log: Streaming tables only: the internal streaming table
-        that keeps, per record, which rules it violated, so that the metrics
-        can be cumulative.
+    :param batch_log: Streaming tables only: the internal streaming table that
+        keeps one row of counts per micro-batch of each flow, so that the metrics
+        can be cumulative at a cost that grows with the micro-batches, not the records.
     :param metrics: The ``<dataset>_dq_metrics`` materialized view.
     """
 
     quarantine: Optional[str] = None
-    record_log: Optional[str] = None
+    batch_log: Optional[str] = None
     metrics: Optional[str] = None
 
     def names(self) -> tuple[str, ...]:
         """The names of the companion datasets there are."""
-        return tuple(name for name in (self.quarantine, self.record_log, self.metrics) if name)
+        return tuple(name for name in (self.quarantine, self.batch_log, self.metrics) if name)
 
 
 @dataclass(frozen=True)
@@ -263,11 +282,13 @@ class FlowSpec:
             return logic.target_select(source)
         if self.step is Step.QUARANTINE:
             return logic.quarantine_select(source)
-        if self.step is Step.RECORD_LOG:
-            return logic.record_log_select(source)
+        if self.step is Step.BATCH_INPUT:
+            return logic.batch_input_select(source)
+        if self.step is Step.BATCH_LOG:
+            return logic.batch_log_select(source)
         if self.step is Step.METRICS_FROM_QUERY:
             return logic.metrics_select_from_query(source)
-        return logic.metrics_select_from_record_log(source)
+        return logic.metrics_select_from_batch_log(source)
 
 
 @dataclass(frozen=True)
@@ -384,12 +405,12 @@ def plan_companions(rules: DatasetRules, options: PipelineOptions, kind: Dataset
         rules.metrics if rules.metrics is not None else options.metrics
     )
     metrics = metrics_name(rules.dataset) if wants_metrics else None
-    record_log = (
-        record_log_name(rules.dataset)
+    batch_log = (
+        batch_log_name(rules.dataset)
         if metrics is not None and kind is DatasetKind.STREAMING_TABLE
         else None
     )
-    return CompanionPlan(quarantine=quarantine, record_log=record_log, metrics=metrics)
+    return CompanionPlan(quarantine=quarantine, batch_log=batch_log, metrics=metrics)
 
 
 def flow_conf(logic: RuleLogic, user_conf: Optional[Mapping[str, str]] = None) -> dict[str, str]:
@@ -419,7 +440,8 @@ def rule_checks(logic: RuleLogic, companions: CompanionPlan, flow: str) -> list[
     view lists the flows a broken constraint also fails (the dataset's, its companions').
     """
     dataset = logic.rules.dataset
-    derived = [flow, *companions.names(), quarantine_flow_name(flow), record_log_flow_name(flow)]
+    derived = [flow, *companions.names(), quarantine_flow_name(flow), batch_log_flow_name(flow),
+               batch_input_view_name(flow)]
     base = check_view_name(flow, 0)
     checks = [RuleCheck(base, None, {"kind": "query", "view": base, "dataset": dataset,
                                      "flow": flow, "derived": derived}, logic)]
@@ -439,38 +461,58 @@ def _table_companions(logic: RuleLogic, companions: CompanionPlan,
                       table_format: Optional[str]) -> list[DatasetSpec]:
     """The companion datasets of a streaming table, which each of its flows appends to.
 
-    The quarantine and the record log take the table's format: several flows
+    The quarantine and the batch log take the table's format: several flows
     append to them exactly as to the table, so they need the same support for
-    concurrent appends. The metrics view counts the record log.
+    concurrent appends. The metrics view counts the batch log.
     """
     dataset = logic.rules.dataset
     out = []
     if companions.quarantine:
         out.append(DatasetSpec(companions.quarantine, DatasetKind.STREAMING_TABLE,
                                Role.QUARANTINE, quarantine_comment(dataset), table_format))
-    if companions.record_log:
-        out.append(DatasetSpec(companions.record_log, DatasetKind.STREAMING_TABLE,
-                               Role.RECORD_LOG, record_log_comment(dataset), table_format))
-    if companions.metrics and companions.record_log:
+    if companions.batch_log:
+        out.append(DatasetSpec(companions.batch_log, DatasetKind.STREAMING_TABLE,
+                               Role.BATCH_LOG, batch_log_comment(dataset), table_format))
+    if companions.metrics and companions.batch_log:
         out.append(DatasetSpec(
             companions.metrics, DatasetKind.MATERIALIZED_VIEW, Role.METRICS,
             metrics_comment(dataset, streaming=True),
-            query=FlowSpec(companions.metrics, companions.metrics, Step.METRICS_FROM_RECORD_LOG,
-                           reads=companions.record_log, logic=logic)))
+            query=FlowSpec(companions.metrics, companions.metrics, Step.METRICS_FROM_BATCH_LOG,
+                           reads=companions.batch_log, logic=logic)))
     return out
 
 
-def _companion_flows(logic: RuleLogic, companions: CompanionPlan, flow: str) -> list[FlowSpec]:
-    """The quarantine and record-log flows of one flow ``flow`` into a streaming table."""
+def _companion_flows(logic: RuleLogic, companions: CompanionPlan, flow: str
+                     ) -> tuple[list[DatasetSpec], list[FlowSpec]]:
+    """The quarantine and batch-log flows of one flow ``flow`` into a streaming table, and
+    the temporary view of the batch log's per-record inputs, which its flow reads.
+
+    The batch log's flow aggregates a stream under a watermark, which the Python API
+    can only write as SQL (``DataFrame.withWatermark`` has Spark Connect analyse its
+    input while planning it, docs/early-binding.md): so both front ends read the flow's
+    query through the view and count it in SQL.
+    """
     conf = flow_conf(logic)
+    views: list[DatasetSpec] = []
     out = []
     if companions.quarantine:
         out.append(FlowSpec(quarantine_flow_name(flow), companions.quarantine, Step.QUARANTINE,
                             spark_conf=conf, logic=logic))
-    if companions.record_log:
-        out.append(FlowSpec(record_log_flow_name(flow), companions.record_log, Step.RECORD_LOG,
-                            spark_conf=conf, logic=logic))
-    return out
+    if companions.batch_log:
+        # The view's settings are its reader's: SDP merges a view's settings into the
+        # flows that read it and refuses two values of one key (DUPLICATE_FLOW_SQL_CONF).
+        view, log_conf = batch_input_view_name(flow), {**conf, **BATCH_LOG_CONF}
+        views.append(DatasetSpec(view, DatasetKind.TEMPORARY_VIEW, Role.BATCH_LOG,
+                                 query=FlowSpec(view, view, Step.BATCH_INPUT,
+                                                spark_conf=log_conf, logic=logic)))
+        out.append(FlowSpec(batch_log_flow_name(flow), companions.batch_log, Step.BATCH_LOG,
+                            reads=view, spark_conf=log_conf, logic=logic))
+    return views, out
+
+
+def batch_input_view_name(flow: str) -> str:
+    """The temporary view of the per-record batch-log inputs of ``flow``."""
+    return f"{BATCH_INPUT_VIEW_PREFIX}{re.sub(r'[^0-9A-Za-z_]', '_', flow)}"
 
 
 def plan_dataset(rules: DatasetRules, kind: DatasetKind, options: PipelineOptions, *,
@@ -520,7 +562,9 @@ def plan_dataset(rules: DatasetRules, kind: DatasetKind, options: PipelineOption
                                spark_conf=conf, logic=logic)))
     elif kind is DatasetKind.STREAMING_TABLE:
         datasets.extend(_table_companions(logic, companions, format))
-        flows.extend(_companion_flows(logic, companions, name))
+        views, companion_flows = _companion_flows(logic, companions, name)
+        datasets.extend(views)
+        flows.extend(companion_flows)
         state.table_rules[name] = TablePlan(rules, companions, logic)
         state.streaming_tables[name] = format
     _note_flow(state, name, name, where)
@@ -593,10 +637,11 @@ def plan_append_flow(target: str, flow: str, *, state: PlanState, where: Where =
     if table is None:
         return None
     logic = table.logic
+    views, companion_flows = _companion_flows(logic, table.companions, flow)
     flows = [FlowSpec(flow, target, Step.TARGET, spark_conf=flow_conf(logic, spark_conf),
-                      logic=logic),
-             *_companion_flows(logic, table.companions, flow)]
-    return Plan(table.rules, DatasetKind.STREAMING_TABLE, table.companions, (), tuple(flows),
+                      logic=logic), *companion_flows]
+    return Plan(table.rules, DatasetKind.STREAMING_TABLE, table.companions, tuple(views),
+                tuple(flows),
                 tuple(rule_checks(logic, table.companions, flow)), logic)
 
 

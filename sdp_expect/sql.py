@@ -26,8 +26,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from sdp_expect.dbsql.parse import parse, read_file
 from sdp_expect.dbsql.render import (
-    DEFAULT_RETRY_ATTEMPTS,
-    RETRY_KEY,
+    DEFAULT_FLOW_SETTINGS,
     Translation,
     Translator,
 )
@@ -68,7 +67,7 @@ def include(pattern: str) -> list[Translation]:
     base_dir = os.path.dirname(os.path.abspath(caller.filename))
     files = _matching_files(pattern, base_dir, Location(caller.filename, caller.line_number))
     registry = real_registry()
-    translator = Translator(graph_state(), _pipeline_retry_attempts(registry), check_views=True)
+    translator = Translator(graph_state(), _pipeline_flow_settings(registry), check_views=True)
     registered: list[Translation] = []
     for path in files:
         shown = _shown(path)
@@ -95,14 +94,15 @@ def translate(text: str, file: str = "<sql>", *, conf: Optional[Mapping[str, str
     :param text: The Databricks SQL.
     :param file: The name shown in messages and comments.
     :param conf: Pipeline settings: ``sdp_expect.quarantine``, ``sdp_expect.metrics``,
-        ``sdp_expect.null_result`` and ``spark.sql.pipelines.maxFlowRetryAttempts``;
+        ``sdp_expect.null_result``, ``spark.sql.pipelines.maxFlowRetryAttempts`` and
+        ``spark.sql.shuffle.partitions`` (set back after the flows that change them);
         defaults as in a pipeline that sets none of them.
     :param base_dir: Where relative ``'sdp_expect.rules'`` paths start; default the
         current directory.
     :raises SdpExpectError: as :func:`include` does.
     """
-    options, retry = _settings(conf)
-    translator = Translator(PlanState(options=options), retry)
+    options, settings = _settings(conf)
+    translator = Translator(PlanState(options=options), settings)
     return translator.translate(parse(text, file, base_dir=base_dir), file).text
 
 
@@ -118,8 +118,8 @@ def translate_files(paths: Sequence[str], *,
     :raises SdpExpectError: as :func:`include` does; SDPX-SQL-305 for a file that
         cannot be read.
     """
-    options, retry = _settings(conf)
-    translator = Translator(PlanState(options=options), retry)
+    options, settings = _settings(conf)
+    translator = Translator(PlanState(options=options), settings)
     return [_translate_file(translator, os.path.abspath(path), path) for path in paths]
 
 
@@ -136,8 +136,8 @@ def translation_errors(statements: Sequence[Statement], file: str, *,
     :param file: The file as shown in messages.
     :param conf: Pipeline settings, as for :func:`translate`.
     """
-    options, retry = _settings(conf)
-    translator = Translator(PlanState(options=options), retry)
+    options, settings = _settings(conf)
+    translator = Translator(PlanState(options=options), settings)
     errors = []
     for statement in statements:
         try:
@@ -147,11 +147,12 @@ def translation_errors(statements: Sequence[Statement], file: str, *,
     return errors
 
 
-def _settings(conf: Optional[Mapping[str, str]]) -> tuple[PipelineOptions, str]:
-    """The pipeline settings and the retry value that ``conf`` (``sdp_expect.*`` and
-    ``spark.sql.pipelines.maxFlowRetryAttempts`` values) gives."""
+def _settings(conf: Optional[Mapping[str, str]]) -> tuple[PipelineOptions, dict[str, str]]:
+    """The pipeline settings, and the values of the Spark settings some flows change
+    (:data:`~sdp_expect.dbsql.render.DEFAULT_FLOW_SETTINGS`), that ``conf`` gives."""
     given = dict(conf or {})
-    return read_options(given.get), given.get(RETRY_KEY, DEFAULT_RETRY_ATTEMPTS)
+    return read_options(given.get), {key: given.get(key, default)
+                                     for key, default in DEFAULT_FLOW_SETTINGS.items()}
 
 
 def _translate_file(translator: Translator, path: str, shown: str) -> Translation:
@@ -186,16 +187,21 @@ def _shown(path: str) -> str:
     return path if relative.startswith("..") else relative
 
 
-def _pipeline_retry_attempts(registry: Any) -> str:
-    """The pipeline's ``spark.sql.pipelines.maxFlowRetryAttempts``, from the Spark session
-    of the graph's ``registry``, else SDP's default."""
+def _pipeline_flow_settings(registry: Any) -> dict[str, str]:
+    """The pipeline's values of the Spark settings some flows change
+    (:data:`~sdp_expect.dbsql.render.DEFAULT_FLOW_SETTINGS`), from the Spark session of
+    the graph's ``registry``; Spark's defaults for those it cannot read."""
     from pyspark.sql import SparkSession
 
     spark = getattr(registry, "_spark", None) or SparkSession.getActiveSession()
-    value: Optional[str] = None
-    if spark is not None:
+    settings = dict(DEFAULT_FLOW_SETTINGS)
+    if spark is None:
+        return settings
+    for key in settings:
         try:
-            value = spark.conf.get(RETRY_KEY, None)
-        except Exception:  # a configuration look-up that fails leaves SDP's default
+            value = spark.conf.get(key, None)
+        except Exception:  # a configuration look-up that fails leaves Spark's default
             value = None
-    return value or DEFAULT_RETRY_ATTEMPTS
+        if value:
+            settings[key] = value
+    return settings

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 from typing import Any, Optional
 
@@ -31,11 +34,125 @@ def sdp_expect_script() -> str:
     return command
 
 
+def replaying_project(tmp_path: Path, script: str, capture: Path) -> tuple[Path, dict[str, str]]:
+    """An empty project, and an environment whose ``spark-pipelines`` is the Python
+    ``script`` (it finds the real output ``capture`` to replay in ``$REPLAY``) and whose
+    project server is a stand-in (:func:`fake_spark_submit`)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "spark-pipeline.yml").write_text("name: replay\nlibraries: []\n")
+    replay = tmp_path / "replay.py"
+    replay.write_text(script)
+    wrapper = tmp_path / "spark-pipelines"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{replay}" "$@"\n')
+    wrapper.chmod(0o755)
+    return project, user_env(SDP_EXPECT_SPARK_PIPELINES=str(wrapper), REPLAY=str(capture),
+                             SDP_EXPECT_SPARK_SUBMIT=str(fake_spark_submit(tmp_path)))
+
+
 def sdp_expect(*args: str, cwd: Path, env: Optional[dict[str, str]] = None,
                timeout: float = 900) -> subprocess.CompletedProcess[str]:
     """Run the installed ``sdp-expect`` console script."""
     return subprocess.run([sdp_expect_script(), *args], cwd=cwd, env=env or user_env(),
                           capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def sdp_expect_on_terminal(*args: str, cwd: Path, env: Optional[dict[str, str]] = None,
+                           terminal: str = "stdout", columns: int = 80, timeout: float = 900,
+                           interrupt_after: Optional[str] = None
+                           ) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``sdp-expect`` with its ``terminal`` stream (``stdout`` or
+    ``stderr``) on a pseudo-terminal ``columns`` wide, the other one on a pipe.
+
+    What the terminal received is returned as that stream's text, unchanged (escape
+    sequences, ``\\r\\n`` line ends): :func:`screen` shows what it looks like.
+    ``TERM`` is ``xterm``, ``COLUMNS`` and ``LINES`` are unset (the terminal's own size
+    counts). With ``interrupt_after``, the command gets SIGINT (Ctrl-C) 1.5 s after the
+    terminal received that text.
+    """
+    import fcntl
+    import pty
+    import signal
+    import struct
+    import termios
+
+    command = sdp_expect_script()
+    env = dict(env or user_env(), TERM="xterm")
+    env.pop("COLUMNS", None)
+    env.pop("LINES", None)
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    received: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: every process closed the terminal
+                return
+            if not chunk:
+                return
+            received.append(chunk)
+
+    def interrupt(process: subprocess.Popen[bytes], text: str) -> None:
+        while process.poll() is None and text.encode() not in b"".join(received):
+            time.sleep(0.05)
+        time.sleep(1.5)
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    try:
+        streams: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE,
+                                   terminal: follower}
+        process = subprocess.Popen([command, *args], cwd=cwd, env=env,
+                                   stdin=subprocess.DEVNULL, **streams)
+        os.close(follower)
+        follower = -1
+        reader.start()
+        if interrupt_after is not None:
+            threading.Thread(target=interrupt, args=(process, interrupt_after),
+                             daemon=True).start()
+        out, err = process.communicate(timeout=timeout)
+        reader.join(30)
+    finally:
+        if follower >= 0:
+            os.close(follower)
+        os.close(leader)
+    text = b"".join(received).decode("utf-8", "replace")
+    piped = (out if terminal == "stderr" else err).decode("utf-8", "replace")
+    return subprocess.CompletedProcess(process.args, process.returncode,
+                                       text if terminal == "stdout" else piped,
+                                       text if terminal == "stderr" else piped)
+
+
+_TERMINAL_CODE = re.compile(r"\r|\n|\x1b\[K|\x1b\[[0-9;]*m|[^\r\n\x1b]+")
+
+
+def screen(text: str) -> list[str]:
+    """The lines a terminal shows after receiving ``text`` (scrolled-off lines included).
+
+    Understands what ``sdp-expect`` writes: ``\\r`` (back to the start of the line),
+    ``\\n`` (the start of the next line), ``ESC[K`` (erase to the end of the line) and colours
+    (ignored). Lines do not wrap: each is a whole logical line.
+    """
+    lines, row, column = [""], 0, 0
+    for code in _TERMINAL_CODE.findall(text):
+        if code == "\r":
+            column = 0
+        elif code == "\n":  # as a terminal shows it (onlcr): a new line, at its start
+            row, column = row + 1, 0
+            if row == len(lines):
+                lines.append("")
+        elif code == "\x1b[K":
+            lines[row] = lines[row][:column]
+        elif code.startswith("\x1b["):
+            continue
+        else:
+            line = lines[row].ljust(column)
+            lines[row] = line[:column] + code + line[column + len(code):]
+            column += len(code)
+    return lines[:-1] if lines[-1] == "" else lines
 
 
 def spark_pipelines(project: Path, *args: str, timeout: float = 600
@@ -221,3 +338,24 @@ def assert_runs_without_pyspark(code: str) -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env=repo_env(), timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+DISTRIBUTION = ("pyproject.toml", "README.md", "sdp_expect")
+"""What pip needs to build sdp-expect: a copy of these is the package as released."""
+
+
+def copy_distribution(directory: Path, *extra: str) -> Path:
+    """Copy what pip builds sdp-expect from (and the files ``extra``) into ``directory``:
+    a clean source, without this tree's build leftovers (``*.egg-info``, caches).
+
+    :returns: ``directory``.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in (*DISTRIBUTION, *extra):
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, directory / name,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(source, directory / name)
+    return directory

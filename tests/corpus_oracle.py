@@ -10,8 +10,10 @@ rule only when the constraint is TRUE; a record violating a drop rule leaves
 the target for the quarantine with the warn and drop rules it violated, in
 declaration order; ``<dataset>_dq_metrics`` has one row per rule with the
 counts over the query's output (for a streaming table: every record since the
-last full refresh, which here is every landed record); ``<dataset>_dq_records``
-one row per record.
+last full refresh, which here is every landed record); ``<dataset>_dq_batches``
+one row per micro-batch, which the oracle cannot know: it gives the log's sums
+(records, dropped, violations per warn and drop rule), as :func:`batch_log_sums`
+folds a log read from Spark.
 
 Every update of a corpus pipeline sees all files landed so far, so the state
 after an update is a function of the landing folder alone: materialized views
@@ -35,7 +37,20 @@ Truth = Optional[bool]
 FAILED = "_failed_expectations"
 METRICS_COLUMNS = ("dataset", "expectation", "action", "constraint", "passed_records",
                    "failed_records", "total_records", "dropped_records")
-RECORDS_COLUMNS = ("_dropped", FAILED)
+BATCH_SUMS_COLUMNS = ("_records", "_dropped", "_failed")
+
+
+def batch_log_sums(rows: Iterable[Row]) -> Table:
+    """A batch log's rows (``_batch_time``, ``_records``, ``_dropped``, ``_failed``: rule
+    name -> count) summed into one row; ``_failed`` as sorted (name, count) pairs."""
+    records = dropped = 0
+    failed: dict[str, int] = defaultdict(int)
+    for row in rows:
+        records += row["_records"]
+        dropped += row["_dropped"]
+        for name, count in row["_failed"].items():
+            failed[name] += count
+    return Table(BATCH_SUMS_COLUMNS, [(records, dropped, tuple(sorted(failed.items())))])
 
 
 # ---------------------------------------------------------------------------------------
@@ -224,13 +239,12 @@ class Expected:
 
     def expect(self, name: str, columns: Sequence[str], produced: list[Row],
                rules: Sequence[Rule], *, quarantine: bool, streaming: bool) -> list[Row]:
-        """The target, quarantine, metrics (and record log) of a dataset with rules.
+        """The target, quarantine, metrics (and batch log) of a dataset with rules.
 
         :returns: The records the target keeps.
         """
         kept: list[tuple[Row, list[str]]] = []
         dropped: list[tuple[Row, list[str]]] = []
-        records: list[tuple[bool, list[str]]] = []
         failed = dict.fromkeys((r.name for r in rules), 0)
         for row in produced:
             violated = [r for r in rules if r.check(row) is not True]
@@ -242,15 +256,15 @@ class Expected:
                 self.violations.setdefault(name, []).append((", ".join(fails), row))
             is_dropped = any(r.action == "drop" for r in violated)
             (dropped if is_dropped else kept).append((row, names))
-            records.append((is_dropped, names))
         self.table(name, columns, [row for row, _ in kept])
         if quarantine:
             self.tables[f"{name}_quarantine"] = Table(
                 (*columns, FAILED), [(*(row[c] for c in columns), names)
                                      for row, names in dropped])
         if streaming:
-            self.tables[f"{name}_dq_records"] = Table(
-                RECORDS_COLUMNS, [(flag, names) for flag, names in records])
+            logged = sorted((r.name, failed[r.name]) for r in rules if r.action != "fail")
+            self.tables[f"{name}_dq_batches"] = Table(BATCH_SUMS_COLUMNS, [
+                (len(produced), len(dropped), tuple(logged) if produced else ())])
         total = len(produced)
         self.tables[f"{name}_dq_metrics"] = Table(METRICS_COLUMNS, [
             (name, r.name, r.action, r.constraint, total - failed[r.name], failed[r.name], total,

@@ -5,7 +5,9 @@ dry-run and run from another folder (the catalog must land in the project),
 then reported on as text and HTML; the HTML page is opened in headless
 Chromium. A small project with a violated fail rule shows the failure. What
 the commands show is compared with the tables as a plain Spark session reads
-them.
+them. The example's run writes its events to a pseudo-terminal (stderr, with
+``--format json``): the progress line is drawn live there; the failing run's
+output is a pipe: plain progress lines.
 """
 
 from __future__ import annotations
@@ -19,7 +21,15 @@ from typing import Any
 import pyspark
 import pytest
 from chromium import INSTALL_HINT, Browser, find_chromium
-from cli_helpers import REPO, read_all_tables, sdp_expect, set_storage, write_project
+from cli_helpers import (
+    REPO,
+    read_all_tables,
+    screen,
+    sdp_expect,
+    sdp_expect_on_terminal,
+    set_storage,
+    write_project,
+)
 
 SPARK = tuple(int(part) for part in pyspark.__version__.split(".")[:2])
 EXAMPLE = "spark42" if SPARK >= (4, 2) else "spark41"
@@ -48,10 +58,16 @@ def dry_run(example: Path, elsewhere: Path) -> Any:
     return sdp_expect("dry-run", "--spec", str(example), cwd=elsewhere)
 
 
+TERMINAL_COLUMNS = 50
+"""The width of the terminal the example's run writes its events to."""
+
+
 @pytest.fixture(scope="module")
 def example_run(example: Path, elsewhere: Path, dry_run: Any) -> Any:
-    return sdp_expect("run", "--spec", str(example / "spark-pipeline.yml"), "--format", "json",
-                      cwd=elsewhere)
+    """The example's run: its events on a terminal (stderr), its JSON document on a pipe."""
+    return sdp_expect_on_terminal("run", "--spec", str(example / "spark-pipeline.yml"),
+                                  "--format", "json", cwd=elsewhere, terminal="stderr",
+                                  columns=TERMINAL_COLUMNS)
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +92,7 @@ def test_dry_run_streams_the_events_and_keeps_the_catalog_in_the_project(
     assert dry_run.stdout.rstrip().endswith("sdp-expect dry-run: COMPLETED (exit status 0)")
     assert "Data quality" not in dry_run.stdout
     assert "\x1b[" not in dry_run.stdout  # not a terminal: plain text
+    assert "flows done" not in dry_run.stdout  # a dry-run runs no flow: no progress line
     assert (example / "metastore_db").is_dir()
     assert not (elsewhere / "metastore_db").exists()
 
@@ -99,6 +116,45 @@ def test_a_successful_run_shows_events_and_summary_only(dry_run: Any, example_ru
     log = Path(document["log"]).read_text(encoding="utf-8")
     assert "Run is COMPLETED" in log and " WARN " in log  # everything is in the log file
     assert Path(document["log"]).parent == example / ".sdp-expect" / "logs"
+
+
+PROGRESS = re.compile(r"\[(\d\d):(\d\d)\] (.*)")
+STYLE = re.compile(r"\x1b\[[0-9;]*m")
+DRAWN = re.compile(r"\r([^\r\n]*?)\x1b\[K")
+"""A live line drawn: carriage return, the line, erase to the end of the line."""
+
+
+def seconds(match: re.Match[str]) -> int:
+    return int(match.group(1)) * 60 + int(match.group(2))
+
+
+def test_a_run_on_a_terminal_draws_its_progress_live_and_leaves_the_last_line(
+        example_run: Any) -> None:
+    assert example_run.returncode == 0, example_run.stdout + example_run.stderr
+    raw = example_run.stderr  # what the terminal received
+    shown = screen(raw)
+    # On the screen: the header, the project's server started for the run, every event
+    # of the run once (as in the log file), and the progress line, left as the last line
+    # with the final counts.
+    log = Path(json.loads(example_run.stdout)["log"]).read_text(encoding="utf-8")
+    events = [line for line in log.splitlines() if re.match(r"\d{4}-\d\d-\d\d \d", line)]
+    assert shown[0].startswith("sdp-expect run: ")
+    assert shown[1].startswith("sdp-expect: a local Spark Connect server on port "), shown[1]
+    assert shown[2:-1] == events
+    final = PROGRESS.fullmatch(shown[-1])
+    assert final and final.group(3) == "6/6 flows done · failed: 0", shown[-1]
+    assert STYLE.sub("", raw).endswith(shown[-1] + "\r\n")  # nothing after it
+    draws = [STYLE.sub("", text) for text in DRAWN.findall(raw)]
+    # cut to the terminal's width (the first flow alone running does not fit)
+    assert all(len(text) < TERMINAL_COLUMNS for text in draws), draws
+    assert any(text.endswith("…") for text in draws), draws
+    assert any(re.fullmatch(r"\[\d\d:\d\d\] 0/6 flows done · failed: 0 · r.*", text)
+               for text in draws), draws
+    # redrawn as the seconds pass (by the timer: the child's lines come in bursts, with
+    # silences of several seconds while Spark starts), also with no line in between
+    drawn = {seconds(m) for m in map(PROGRESS.fullmatch, draws) if m}
+    assert len(drawn) >= 0.8 * seconds(final), sorted(drawn)
+    assert re.search(r"\r\[\d\d:\d\d\][^\r\n]*\x1b\[K\r\[\d\d:\d\d\]", STYLE.sub("", raw))
 
 
 def test_report_shows_the_summary_only(report: tuple[Any, Path]) -> None:
@@ -261,6 +317,22 @@ def test_violated_fail_rule_exits_1_and_the_summary_shows_the_record(
     assert out.rstrip().endswith("sdp-expect run: FAILED, 1 expectation violation "
                                  "(exit status 1)")
     assert "\x1b[" not in out
+    # Not a terminal: plain progress lines, each after the events of flows that ended,
+    # with the elapsed time; the last one before the summary has the final counts.
+    lines = out[:out.index("== Data quality")].splitlines()
+    told = [(i, m) for i, m in enumerate(map(PROGRESS.fullmatch, lines)) if m]
+    assert told, out
+    assert [seconds(m) for _, m in told] == sorted(seconds(m) for _, m in told)
+    for index, _ in told:  # never between an event and its error line
+        assert index + 1 == len(lines) or not lines[index + 1].startswith("Error: ")
+    flows = {m.group(1) for m in (re.search(r"Flow (\S+) is QUEUED", line) for line in lines) if m}
+    failed = {m.group(1) for m in (re.search(r"Flow '(\S+)' has FAILED", line) for line in lines)
+              if m}
+    assert "spark_catalog.default.checked" in failed
+    assert told[-1][1].group(3).startswith(f"{len(flows)}/{len(flows)} flows done · "
+                                           f"failed: {len(failed)}"), told[-1][1].group(0)
+    assert not any(PROGRESS.fullmatch(line) for line in out[out.index("== Data quality"):]
+                   .splitlines())
     kept = json.loads((project / ".sdp-expect" / "dq-history.json").read_text())
     assert set(kept["datasets"]) == {"other"}
     assert kept["last_run"]["violations"][0]["dataset"] == "checked"

@@ -221,11 +221,11 @@ def test_streaming_table_keeps_batches_committed_before_a_failed_update(
     expected = pipeline.spark.createDataFrame([(1, 5, "eu", None)], SCHEMA)
     assert_df_equality(second.table("orders"), expected, ignore_row_order=True,
                        ignore_nullable=True)
-    # The quarantine and the record log keep their committed batches too; the
+    # The quarantine and the batch log keep their committed batches too; the
     # metrics view, recomputed by OSS SDP at every update, is skipped and empty
     # until the next successful update.
     assert [row["id"] for row in second.rows("orders_quarantine")] == [2]
-    assert second.table("orders_dq_records").count() == 2
+    assert [r["_records"] for r in second.rows("orders_dq_batches")] == [2]
     assert second.table("orders_dq_metrics").count() == 0
     # The source is fixed (the failed batch was never committed, so its file is
     # read again): the next update counts every record exactly once.

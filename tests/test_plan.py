@@ -245,18 +245,23 @@ def test_a_streaming_table_and_its_flows_are_planned_alike(
     assert [(d.name, d.kind, d.role, d.format) for d in table.datasets] == [
         ("events", DatasetKind.STREAMING_TABLE, Role.TARGET, "parquet"),
         ("events_quarantine", DatasetKind.STREAMING_TABLE, Role.QUARANTINE, "parquet"),
-        ("events_dq_records", DatasetKind.STREAMING_TABLE, Role.RECORD_LOG, "parquet"),
-        ("events_dq_metrics", DatasetKind.MATERIALIZED_VIEW, Role.METRICS, None)]
-    metrics = table.datasets[-1].query
-    assert metrics is not None and metrics.reads == "events_dq_records"
-    assert metrics.step is Step.METRICS_FROM_RECORD_LOG and dict(metrics.spark_conf) == {}
-    assert [(f.name, f.target, f.step) for f in table.flows] == [
-        ("events_to_quarantine", "events_quarantine", Step.QUARANTINE),
-        ("events_to_dq_records", "events_dq_records", Step.RECORD_LOG)]
+        ("events_dq_batches", DatasetKind.STREAMING_TABLE, Role.BATCH_LOG, "parquet"),
+        ("events_dq_metrics", DatasetKind.MATERIALIZED_VIEW, Role.METRICS, None),
+        ("_sdpx_batch_input_events", DatasetKind.TEMPORARY_VIEW, Role.BATCH_LOG, None)]
+    metrics = table.datasets[3].query
+    assert metrics is not None and metrics.reads == "events_dq_batches"
+    assert metrics.step is Step.METRICS_FROM_BATCH_LOG and dict(metrics.spark_conf) == {}
+    no_retry = {"spark.sql.pipelines.maxFlowRetryAttempts": "0"}  # events has a fail rule
+    inputs = table.datasets[4].query
+    assert inputs is not None and inputs.reads is None and inputs.step is Step.BATCH_INPUT
+    assert [(f.name, f.target, f.step, f.reads, dict(f.spark_conf)) for f in table.flows] == [
+        ("events_to_quarantine", "events_quarantine", Step.QUARANTINE, None, no_retry),
+        ("events_to_dq_batches", "events_dq_batches", Step.BATCH_LOG,
+         "_sdpx_batch_input_events", {**no_retry, "spark.sql.shuffle.partitions": "1"})]
     assert declared.datasets[0].query is None and declared.flows == () and declared.checks == ()
     assert [(f.name, f.target) for f in flow.flows] == [
         ("backfill", "sink_t"), ("backfill_to_quarantine", "sink_t_quarantine"),
-        ("backfill_to_dq_records", "sink_t_dq_records")]
+        ("backfill_to_dq_batches", "sink_t_dq_batches")]
     assert [c.view for c in flow.checks] == [f"_sdpx_check_backfill_{n}" for n in range(4)]
 
 
@@ -441,4 +446,4 @@ def test_the_planner_the_compiler_and_the_translator_import_no_pyspark() -> None
         "from sdp_expect import sql\n"
         "text = sql.translate('CREATE STREAMING TABLE t (CONSTRAINT c EXPECT (a > 0) "
         "ON VIOLATION FAIL UPDATE) AS SELECT * FROM STREAM(s)')\n"
-        "assert 't_dq_records' in text and 'maxFlowRetryAttempts = 0' in text\n")
+        "assert 't_dq_batches' in text and 'maxFlowRetryAttempts = 0' in text\n")

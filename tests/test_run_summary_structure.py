@@ -22,13 +22,12 @@ import html
 import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import pyspark
 import pytest
-from cli_helpers import REPO, fake_spark_submit, sdp_expect, user_env
+from cli_helpers import REPO, replaying_project, sdp_expect
 
 from sdp_expect.cli.spark_pipelines import EventLog
 from sdp_expect.report.as_json import report_dict
@@ -211,16 +210,7 @@ sys.exit(1)
 def test_sdp_expect_run_on_a_replayed_real_run_counts_one_violation(
         path: Path, tmp_path: Path) -> None:
     _, kind = capture_of(path)
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "spark-pipeline.yml").write_text("name: replay\nlibraries: []\n")
-    script = tmp_path / "replay.py"
-    script.write_text(REPLAY)
-    wrapper = tmp_path / "spark-pipelines"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
-    wrapper.chmod(0o755)
-    env = user_env(SDP_EXPECT_SPARK_PIPELINES=str(wrapper), REPLAY=str(path),
-                   SDP_EXPECT_SPARK_SUBMIT=str(fake_spark_submit(tmp_path)))
+    project, env = replaying_project(tmp_path, REPLAY, path)
     text = sdp_expect("run", "--no-summary", "--port-wait", "0", cwd=project, env=env)
     assert text.returncode == 1, text.stdout + text.stderr
     assert text.stdout.rstrip().endswith(

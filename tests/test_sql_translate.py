@@ -64,10 +64,13 @@ def test_docs_several_constraints_on_a_streaming_table() -> None:
     assert heads == [
         "SET spark.sql.pipelines.maxFlowRetryAttempts = 0",
         "CREATE STREAMING TABLE orders_silver",
-        "CREATE STREAMING TABLE orders_silver_dq_records COMMENT 'Per record of orders_silver: "
-        "whether dropped, and the rules it violated (sdp-expect metrics log)'",
-        "CREATE FLOW orders_silver_to_dq_records",
+        "CREATE STREAMING TABLE orders_silver_dq_batches COMMENT 'Per micro-batch of "
+        "orders_silver: records, dropped records and violations per rule (sdp-expect metrics log)'",
+        "SET spark.sql.shuffle.partitions = 1",
+        "CREATE TEMPORARY VIEW _sdpx_batch_input_orders_silver",
+        "CREATE FLOW orders_silver_to_dq_batches",
         "SET spark.sql.pipelines.maxFlowRetryAttempts = 2",
+        "SET spark.sql.shuffle.partitions = 200",
         "CREATE MATERIALIZED VIEW orders_silver_dq_metrics COMMENT 'Data-quality metrics of "
         "orders_silver, cumulative since its last full refresh'",
     ]
@@ -81,23 +84,31 @@ def test_docs_examples_with_quarantine_get_the_python_api_s_companions() -> None
         "CREATE STREAMING TABLE orders_clean",
         "CREATE STREAMING TABLE orders_clean_quarantine COMMENT 'Records that sdp-expect "
         "dropped from orders_clean'",
-        "CREATE STREAMING TABLE orders_clean_dq_records COMMENT 'Per record of orders_clean: "
-        "whether dropped, and the rules it violated (sdp-expect metrics log)'",
+        "CREATE STREAMING TABLE orders_clean_dq_batches COMMENT 'Per micro-batch of orders_clean: "
+        "records, dropped records and violations per rule (sdp-expect metrics log)'",
         "CREATE FLOW orders_clean_to_quarantine",
-        "CREATE FLOW orders_clean_to_dq_records",
+        "CREATE TEMPORARY VIEW _sdpx_batch_input_orders_clean",
+        "CREATE FLOW orders_clean_to_dq_batches",
         "CREATE MATERIALIZED VIEW orders_clean_dq_metrics COMMENT 'Data-quality metrics of "
         "orders_clean, cumulative since its last full refresh'",
         "CREATE STREAMING TABLE orders_critical",
-        "CREATE STREAMING TABLE orders_critical_dq_records COMMENT 'Per record of "
-        "orders_critical: whether dropped, and the rules it violated (sdp-expect metrics log)'",
-        "CREATE FLOW orders_critical_to_dq_records",
+        "CREATE STREAMING TABLE orders_critical_dq_batches COMMENT 'Per micro-batch of "
+        "orders_critical: records, dropped records and violations per rule "
+        "(sdp-expect metrics log)'",
+        "CREATE TEMPORARY VIEW _sdpx_batch_input_orders_critical",
+        "CREATE FLOW orders_critical_to_dq_batches",
         "CREATE MATERIALIZED VIEW orders_critical_dq_metrics COMMENT 'Data-quality metrics of "
         "orders_critical, cumulative since its last full refresh'",
     ]
     # orders_critical has a fail rule (retries off around it), orders_clean none.
     sets = [s for s in out if s.startswith("SET")]
-    assert sets == ["SET spark.sql.pipelines.maxFlowRetryAttempts = 0",
-                    "SET spark.sql.pipelines.maxFlowRetryAttempts = 2"]
+    # Each batch log's flow has one shuffle partition, set back after it.
+    assert sets == ["SET spark.sql.shuffle.partitions = 1",
+                    "SET spark.sql.shuffle.partitions = 200",
+                    "SET spark.sql.pipelines.maxFlowRetryAttempts = 0",
+                    "SET spark.sql.shuffle.partitions = 1",
+                    "SET spark.sql.pipelines.maxFlowRetryAttempts = 2",
+                    "SET spark.sql.shuffle.partitions = 200"]
 
 
 def test_docs_three_part_source_name_is_kept() -> None:
@@ -335,19 +346,24 @@ def test_streaming_table_without_query_records_its_rules_for_flows_in_any_file(
         "CREATE STREAMING TABLE events",
         "CREATE STREAMING TABLE events_quarantine COMMENT 'Records that sdp-expect dropped from "
         "events'",
-        "CREATE STREAMING TABLE events_dq_records COMMENT 'Per record of events: whether "
-        "dropped, and the rules it violated (sdp-expect metrics log)'",
+        "CREATE STREAMING TABLE events_dq_batches COMMENT 'Per micro-batch of events: "
+        "records, dropped records and violations per rule (sdp-expect metrics log)'",
         "CREATE MATERIALIZED VIEW events_dq_metrics COMMENT 'Data-quality metrics of events, "
         "cumulative since its last full refresh'",
     ]
-    flows = [s.split(" BY NAME")[0] for s in statements_of(second.text)]
+    flows = [s.split(" BY NAME")[0] for s in statements_of(second.text)
+             if not s.startswith("CREATE TEMPORARY VIEW")]
     assert flows == [
         "CREATE FLOW web AS INSERT INTO events",
         "CREATE FLOW web_to_quarantine AS INSERT INTO events_quarantine",
-        "CREATE FLOW web_to_dq_records AS INSERT INTO events_dq_records",
+        "SET spark.sql.shuffle.partitions = 1",
+        "CREATE FLOW web_to_dq_batches AS INSERT INTO events_dq_batches",
+        "SET spark.sql.shuffle.partitions = 200",
         "CREATE FLOW shop AS INSERT INTO events",
         "CREATE FLOW shop_to_quarantine AS INSERT INTO events_quarantine",
-        "CREATE FLOW shop_to_dq_records AS INSERT INTO events_dq_records",
+        "SET spark.sql.shuffle.partitions = 1",
+        "CREATE FLOW shop_to_dq_batches AS INSERT INTO events_dq_batches",
+        "SET spark.sql.shuffle.partitions = 200",
     ]
 
 
@@ -549,3 +565,27 @@ def test_include_finds_a_folder_a_glob_or_a_file_relative_to_the_caller(tmp_path
         with pytest.raises(SdpExpectError) as caught:
             _matching_files(pattern, base, caller)
         assert caught.value.code == "SDPX-SQL-303" and caught.value.location == "p.py:3"
+
+
+def test_a_batch_log_s_shuffle_setting_is_set_back_to_the_one_in_effect() -> None:
+    """The batch log's flow runs with one shuffle partition; the statements after it get
+    the pipeline's value back: the file's own ``SET``, else the pipeline's setting."""
+    table = """CREATE OR REFRESH STREAMING TABLE t (CONSTRAINT c EXPECT (a > 0))
+        AS SELECT * FROM STREAM(src);"""
+    sets = [s for s in statements_of(sql.translate(table, "t.sql")) if s.startswith("SET")]
+    assert sets == ["SET spark.sql.shuffle.partitions = 1",
+                    "SET spark.sql.shuffle.partitions = 200"]  # Spark's default
+    given = sql.translate(table, "t.sql", conf={"spark.sql.shuffle.partitions": "16"})
+    assert [s for s in statements_of(given) if s.startswith("SET")][-1] == \
+        "SET spark.sql.shuffle.partitions = 16"
+    in_file = sql.translate("SET spark.sql.shuffle.partitions = '8';\n" + table, "t.sql")
+    assert [s for s in statements_of(in_file) if s.startswith("SET")] == [
+        "SET spark.sql.shuffle.partitions = '8'",
+        "SET spark.sql.shuffle.partitions = 1",
+        "SET spark.sql.shuffle.partitions = 8"]
+    # The view the flow reads is declared under the same setting (SDP merges a view's
+    # settings into its readers' and refuses two values of one key).
+    statements = statements_of(sql.translate(table, "t.sql"))
+    view = next(i for i, s in enumerate(statements) if s.startswith("CREATE TEMPORARY VIEW"))
+    flow = next(i for i, s in enumerate(statements) if s.startswith("CREATE FLOW t_to_dq"))
+    assert statements[view - 1] == "SET spark.sql.shuffle.partitions = 1" and flow == view + 1

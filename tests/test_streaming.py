@@ -148,7 +148,8 @@ def test_two_flows_allowed_by_the_setting_each_get_the_rules(
     for flow in ("from_web", "from_shop"):
         assert result.flows[flow] == "orders"
         assert result.flows[f"{flow}_to_quarantine"] == "orders_quarantine"
-        assert result.flows[f"{flow}_to_dq_records"] == "orders_dq_records"
+        # The batch log's flow is registered as SQL (its watermark): its events say it ran.
+        assert result.flow_state(f"{flow}_to_dq_batches") == "COMPLETED", result.output
     target = {(r["id"], r["amount"], r["source"]) for r in result.rows("orders")}
     assert target and target <= set(KEPT)
     for row in result.rows("orders_quarantine"):
@@ -198,6 +199,51 @@ def test_streaming_table_over_two_updates_counts_each_record_once(
     assert third.ok, third.output
     assert metrics_by_name(third, "orders")["valid_id"]["total_records"] == 5
     assert third.table("orders").count() == 3
+    # The batch log: one row per micro-batch (one per update here), each written by
+    # the update that read it (the batch without data that ends the update moves the
+    # watermark past it), none by the update that read nothing.
+    log = sorted(third.rows("orders_dq_batches"), key=lambda r: r["_batch_time"])
+    assert [(r["_records"], r["_dropped"], r["_failed"]) for r in log] == [
+        (3, 1, {"small": 1, "valid_id": 1}), (2, 1, {"small": 1, "valid_id": 1})]
+
+
+def test_the_batch_log_grows_with_the_micro_batches_not_the_records(
+        make_pipeline: MakePipeline) -> None:
+    """Four files of 50 records, one micro-batch each: four rows of counts, in one update."""
+    pipeline = make_pipeline()
+    inbox = pipeline.path("inbox")
+
+    def define(spark: SparkSession) -> None:
+        @dp.table
+        @dp.expect("small", "amount < 40")
+        @dp.expect_or_drop("valid_id", "id IS NOT NULL")
+        @dp.expect_or_fail("known_source", "source IS NOT NULL")
+        def orders() -> DataFrame:
+            return spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(
+                str(inbox))
+
+    files = [[(None if (f + i) % 7 == 0 else i, i, f"f{f}") for i in range(50)]
+             for f in range(4)]
+    for number, rows in enumerate(files):
+        write_json(inbox, f"{number}.json", rows)
+    pipeline.definitions = define
+    result = pipeline.run()
+    assert result.ok, result.output
+    log = sorted(result.rows("orders_dq_batches"), key=lambda r: r["_batch_time"])
+    expected = [(50, sum(r[0] is None for r in rows),
+                 {"small": sum(r[1] >= 40 for r in rows),
+                  "valid_id": sum(r[0] is None for r in rows)}) for rows in files]
+    # One row per micro-batch; the files' order within the stream is Spark's.
+    def key(records: int, dropped: int, failed: dict[str, int]) -> Any:
+        return (records, dropped, sorted(failed.items()))
+
+    assert sorted(key(r["_records"], r["_dropped"], r["_failed"]) for r in log) == sorted(
+        key(*e) for e in expected)
+    metrics = metrics_by_name(result, "orders")
+    assert {m["total_records"] for m in metrics.values()} == {200}
+    assert metrics["valid_id"]["failed_records"] == sum(e[1] for e in expected)
+    assert metrics["small"]["failed_records"] == sum(e[2]["small"] for e in expected)
+    assert metrics["known_source"]["failed_records"] == 0
 
 
 def test_full_refresh_counts_again_from_the_data_present(make_pipeline: MakePipeline) -> None:
@@ -222,7 +268,7 @@ def test_full_refresh_counts_again_from_the_data_present(make_pipeline: MakePipe
 
 
 def test_companion_tables_of_a_streaming_table_take_its_format(make_pipeline: MakePipeline) -> None:
-    """Flows append to the quarantine and the record log as they do to the table."""
+    """Flows append to the quarantine and the batch log as they do to the table."""
     pipeline = make_pipeline()
     source = pipeline.path("in")
     write_json(source, "1.json", [(1, 10, "web"), (None, 5, "web")])
@@ -237,7 +283,7 @@ def test_companion_tables_of_a_streaming_table_take_its_format(make_pipeline: Ma
     pipeline.definitions = define
     result = pipeline.run()
     assert result.ok, result.output
-    for table in ("orders", "orders_quarantine", "orders_dq_records"):
+    for table in ("orders", "orders_quarantine", "orders_dq_batches"):
         described = result.spark.sql(
             f"DESCRIBE TABLE EXTENDED `{result.database}`.`{table}`").collect()
         provider = {row[0]: row[1] for row in described}.get("Provider")

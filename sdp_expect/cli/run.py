@@ -5,7 +5,8 @@ The command runs the project's pipeline through
 project's own Spark Connect server (:mod:`sdp_expect.cli.local_server`: a warm
 one that ``sdp-expect serve`` keeps, or one started for the run on a free
 port), shows its events as they come (what is shown:
-:mod:`sdp_expect.cli.run_output`), keeps its full output in a log file, and
+:mod:`sdp_expect.cli.run_output`) with the flows' progress
+(:mod:`sdp_expect.cli.progress`), keeps its full output in a log file, and
 ``run`` then prints the data-quality summary (:mod:`sdp_expect.report`), read
 through the same server.
 """
@@ -29,6 +30,7 @@ from sdp_expect.cli.local_server import (
     interrupted_by_signals,
     server_for_run,
 )
+from sdp_expect.cli.progress import MODES, Progress, choose_mode
 from sdp_expect.cli.run_output import Definitions
 from sdp_expect.cli.spark_pipelines import Invocation, Outcome, build_command, run_pipeline
 from sdp_expect.definitions import DEFINITIONS_VARIABLE
@@ -61,8 +63,9 @@ __all__ = [
 ]
 
 RUN_DESCRIPTION = """\
-Run the pipeline with spark-pipelines, stream its events as they come, and
-print a data-quality summary at the end: for each dataset with expectations,
+Run the pipeline with spark-pipelines, stream its events as they come with
+the flows' progress (done, running, failed, elapsed time), and print a
+data-quality summary at the end: for each dataset with expectations,
 each rule's action, passed and failed records and failure percentage, and the
 records the dataset dropped, read from its <dataset>_dq_metrics table. A
 violated fail rule is shown with its record, and the exit status is 1.
@@ -128,6 +131,11 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, summary: bool) -> N
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                         help="colour failures and the summary: auto (default) when writing to "
                         "a terminal and NO_COLOR is not set")
+    parser.add_argument("--progress", choices=MODES, default="auto",
+                        help="the flows' progress and the elapsed time while the run goes: "
+                        "live (one line rewritten in place), plain (a line when flows end, "
+                        "and after a minute of silence), none; auto (default): live on "
+                        "a terminal, plain otherwise")
     parser.add_argument("--verbose", action="store_true",
                         help="show every line spark-pipelines prints (Spark's logs, warnings, "
                         "plans, tracebacks); by default they go only to the log file "
@@ -244,6 +252,10 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
     log_path, definitions = _log_files(project, action)
     invocation.env[DEFINITIONS_VARIABLE] = str(definitions)
     verbose = bool(getattr(args, "verbose", False))
+    mode = choose_mode(args.progress, events_out)
+    progress = None if mode == "none" else Progress(
+        events_out, mode, color=color, write=write_text,
+        waiting="checking the pipeline's definitions" if dry else "no flow reported yet")
     report: Optional[QualityReport] = None
     with open(log_path, "w", encoding="utf-8", errors="replace") as log, \
             interrupted_by_signals():
@@ -254,8 +266,13 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
                     if not dry and not args.no_summary:
                         prepare_reading()
                 started = _now()
-                outcome = run_pipeline(invocation, events_out, color=color, write=write_text,
-                                       verbose=verbose, log=log, definitions=definitions)
+                try:
+                    outcome = run_pipeline(invocation, events_out, color=color,
+                                           write=write_text, verbose=verbose, log=log,
+                                           definitions=definitions, progress=progress)
+                finally:
+                    if progress is not None:  # before anything else is written
+                        progress.close()
                 finished = _now()
                 if verbose and outcome.rule_errors:
                     write_text(events_out, "".join(

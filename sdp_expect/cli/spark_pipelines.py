@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import IO, Callable, Mapping, Optional, Sequence, TextIO
 
 from sdp_expect import violation as violations
+from sdp_expect.cli.progress import Progress
 from sdp_expect.cli.run_output import ChildOutput, RuleError
 from sdp_expect.project import Project, UsageProblem
 from sdp_expect.report.text import paint
@@ -414,7 +415,8 @@ class Outcome:
 
 def run_pipeline(invocation: Invocation, out: TextIO, *, color: bool,
                  write: Callable[[TextIO, str], None], verbose: bool = True,
-                 log: Optional[TextIO] = None, definitions: Optional[Path] = None) -> Outcome:
+                 log: Optional[TextIO] = None, definitions: Optional[Path] = None,
+                 progress: Optional[Progress] = None) -> Outcome:
     """Run ``spark-pipelines``; copy its events (all its output with ``verbose``) to ``out``.
 
     :param invocation: From :func:`build_command` (for a local run, through the
@@ -426,9 +428,11 @@ def run_pipeline(invocation: Invocation, out: TextIO, *, color: bool,
     :param log: Where every line goes too (the log file).
     :param definitions: The definitions file the child writes (its variable is set
         in ``invocation.env`` by :func:`build_command`'s caller).
+    :param progress: Shows the flows' progress; the output then goes through it (its
+        caller closes it).
     """
     return _run_once(invocation, out, color=color, write=write, verbose=verbose, log=log,
-                     definitions=definitions)
+                     definitions=definitions, progress=progress)
 
 
 STARTUP_LINES = 20
@@ -447,14 +451,16 @@ def _read_lines(stream: IO[bytes], name: str, lines: queue.Queue[tuple[str, Opti
 
 def _run_once(invocation: Invocation, out: TextIO, *, color: bool,
               write: Callable[[TextIO, str], None], verbose: bool = True,
-              log: Optional[TextIO] = None, definitions: Optional[Path] = None) -> Outcome:
+              log: Optional[TextIO] = None, definitions: Optional[Path] = None,
+              progress: Optional[Progress] = None) -> Outcome:
     """One ``spark-pipelines`` run, its two output streams read apart.
 
     ``spark-pipelines`` writes the pipeline's events (and Python's own output) on
     stdout and the JVM's log on stderr. Read through one pipe, a log line can land
     inside an event line (each process writes in chunks), and the event is lost;
     read apart, every event line stays whole. The events come from stdout alone; the
-    JVM's log goes to the log file (and to ``out`` with ``verbose``).
+    JVM's log goes to the log file (and to ``out`` with ``verbose``). With ``progress``,
+    every line shown goes through it, and it is told the flows' states after each line.
     """
     events = EventLog()
     if definitions is not None and definitions.exists():
@@ -469,6 +475,16 @@ def _run_once(invocation: Invocation, out: TextIO, *, color: bool,
     for reader in readers:
         reader.start()
     jvm_tail: list[str] = []
+
+    def emit(texts: Sequence[str], flows: Optional[Mapping[str, str]] = None) -> None:
+        if progress is not None:
+            progress.show(texts, flows)
+        else:
+            for text in texts:
+                write(out, text)
+
+    if progress is not None:
+        progress.begin()
     try:
         open_streams = len(readers)
         while open_streams:
@@ -482,20 +498,19 @@ def _run_once(invocation: Invocation, out: TextIO, *, color: bool,
                 events.feed_log(line)
                 jvm_tail = [*jvm_tail[-(STARTUP_LINES - 1):], line]
                 if verbose:
-                    write(out, line)
+                    emit([line])
                 continue
             events.feed(line)
             kept = shown.feed(line)
-            for text in [line] if verbose else kept:
-                write(out, highlight(text, color))
+            emit([highlight(text, color) for text in ([line] if verbose else kept)],
+                 events.flows)
         returncode = process.wait()
-        for text in shown.finish():
-            if not verbose:
-                write(out, highlight(text, color))
+        held = shown.finish()
+        if not verbose:
+            emit([highlight(text, color) for text in held])
         if returncode != 0 and not verbose and events.run_state is None \
                 and not events.flows:  # it stopped before the pipeline started: say why
-            for text in jvm_tail:
-                write(out, text)
+            emit(jvm_tail)
     except KeyboardInterrupt:
         process.terminate()
         try:
@@ -504,6 +519,8 @@ def _run_once(invocation: Invocation, out: TextIO, *, color: bool,
             process.kill()
         raise
     finally:
+        if progress is not None:
+            progress.pause()
         for reader in readers:
             reader.join(5)
         process.stdout.close()

@@ -18,13 +18,13 @@ from sdp_expect.options import (
     KEY_NULL_RESULT,
     KEY_QUARANTINE,
 )
-from sdp_expect.plan import RETRY_KEY
+from sdp_expect.plan import RETRY_KEY, SHUFFLE_PARTITIONS_KEY
 from sdp_expect.project import setting_text
 
 __all__ = ["add_translate"]
 
 _TRANSLATE_KEYS = (KEY_QUARANTINE, KEY_METRICS, KEY_NULL_RESULT, KEY_METRICS_FROM,
-                   KEY_FILE_FORMAT_FLOWS, KEY_DEFAULT_FORMAT, RETRY_KEY)
+                   KEY_FILE_FORMAT_FLOWS, KEY_DEFAULT_FORMAT, RETRY_KEY, SHUFFLE_PARTITIONS_KEY)
 
 
 def add_translate(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -1,16 +1,33 @@
-"""``sdp-expect validate PATH... [--format text|json]``: check rule files and
+"""``sdp-expect validate PATH... [--format text|json|github|sarif]``: check rule files and
 Databricks SQL files (or directories of them) without starting Spark
-(:mod:`sdp_expect.validate` does the checking).
+(:mod:`sdp_expect.validate` does the checking). ``sdp-expect validate --schema``
+prints the JSON Schema of rule files, for editors (:mod:`sdp_expect.schemas`).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, write_text
 
 __all__ = ["add_validate"]
+
+
+class _PrintSchema(argparse.Action):
+    """``--schema``: print the rule-file JSON Schema and exit 0, like ``--version``
+    (no PATH needed)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: Any = None) -> None:
+        from sdp_expect.schemas import rule_file_schema_text
+
+        write_text(sys.stdout, rule_file_schema_text())
+        parser.exit(EXIT_OK)
 
 
 def add_validate(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,6 +47,9 @@ def add_validate(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
                         help="output format (default: text): json, the report as data; "
                         "github, GitHub Actions error annotations; sarif, a SARIF 2.1.0 log "
                         "for code-scanning tools")
+    parser.add_argument("--schema", action=_PrintSchema,
+                        help="print the JSON Schema of rule files (for editors: completion "
+                        "and checking while you type; docs/rule-files.md) and exit")
     parser.set_defaults(handler=_run_validate)
 
 

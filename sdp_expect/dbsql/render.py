@@ -12,14 +12,16 @@ means, and what the graph holds, is decided there, never here.
 - A materialized view with expectations becomes the filtered view, plus
   ``<name>_quarantine`` and ``<name>_dq_metrics`` materialized views.
 - A streaming table becomes the filtered table, a quarantine streaming table
-  fed by the flow ``<flow>_to_quarantine``, a record log ``<name>_dq_records``
-  fed by ``<flow>_to_dq_records``, and ``<name>_dq_metrics`` counted from the
+  fed by the flow ``<flow>_to_quarantine``, a batch log ``<name>_dq_batches``
+  fed by ``<flow>_to_dq_batches``, and ``<name>_dq_metrics`` counted from the
   log. Each ``CREATE FLOW`` into a streaming table with expectations gets its
   own two companion flows, as ``append_flow`` does in Python.
 - A temporary view keeps only the filtered records.
-- Datasets with fail expectations are bracketed by ``SET
-  spark.sql.pipelines.maxFlowRetryAttempts = 0`` and a ``SET`` back to the value
-  in effect before, as the Python API sets the flows' ``spark_conf``.
+- The flows' own Spark settings (the plan's ``spark_conf``: no retries for fail
+  expectations, ``spark.sql.pipelines.maxFlowRetryAttempts = 0``; one shuffle
+  partition for a batch log's flow, ``spark.sql.shuffle.partitions = 1``) are
+  ``SET`` before them and ``SET`` back to the value in effect before, as the
+  Python API passes them as the flows' ``spark_conf``.
 
 :class:`Translation` is the result for one file: the text, and where each
 rendered line came from, so that Spark's errors about the translated text can
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Mapping, Optional
 
 from sdp_expect.dbsql.statements import (
     DatasetStatement,
@@ -57,6 +59,7 @@ from sdp_expect.options import (
 )
 from sdp_expect.plan import (
     RETRY_KEY,
+    SHUFFLE_PARTITIONS_KEY,
     DatasetSpec,
     FlowSpec,
     Plan,
@@ -72,11 +75,21 @@ from sdp_expect.plan import (
 )
 from sdp_expect.sqltokens import sql_string
 
-__all__ = ["DEFAULT_RETRY_ATTEMPTS", "RETRY_KEY", "RenderedStatement", "Translation",
-           "Translator", "options_conf"]
+__all__ = ["DEFAULT_FLOW_SETTINGS", "DEFAULT_RETRY_ATTEMPTS", "RETRY_KEY", "RenderedStatement",
+           "Translation", "Translator", "options_conf"]
 
 DEFAULT_RETRY_ATTEMPTS = "2"
 """Its default in open-source SDP."""
+DEFAULT_FLOW_SETTINGS: dict[str, str] = {RETRY_KEY: DEFAULT_RETRY_ATTEMPTS,
+                                         SHUFFLE_PARTITIONS_KEY: "200"}
+"""The Spark settings that sdp-expect sets on some of its flows, with Spark's defaults:
+the translation sets them back to the value in effect after those flows."""
+_SETTING_REASONS = {
+    RETRY_KEY: "Fail expectations: a failed flow is not retried (retrying cannot help), "
+               "as in the Python API.",
+    SHUFFLE_PARTITIONS_KEY: "A batch log's flow counts each micro-batch as one group: one "
+                            "shuffle partition, as in the Python API.",
+}
 SOURCE_ALIAS = "_sdpx_source"
 """The alias of the user's query inside the generated statements."""
 
@@ -271,10 +284,15 @@ class _Writer:
 
 @dataclass
 class _FileScope:
-    """What ``SET`` statements change for the rest of one file."""
+    """What ``SET`` statements change for the rest of one file.
+
+    :param options: The sdp-expect settings.
+    :param in_effect: The values of the Spark settings of :data:`DEFAULT_FLOW_SETTINGS`.
+    :param conf: The ``sdp_expect.*`` configuration that gives ``options``.
+    """
 
     options: PipelineOptions
-    retry: str
+    in_effect: dict[str, str]
     conf: dict[str, str]
 
 
@@ -289,18 +307,19 @@ class Translator:
 
     :param state: The graph's planner state (:func:`sdp_expect.registration.graph_state`,
         or a fresh :class:`~sdp_expect.plan.PlanState` without Spark).
-    :param retry_attempts: The value of ``spark.sql.pipelines.maxFlowRetryAttempts``
-        in effect for the pipeline; restored after each dataset with fail rules.
+    :param settings: The values in effect for the pipeline of the Spark settings that
+        sdp-expect sets on some flows (:data:`DEFAULT_FLOW_SETTINGS`, whose values
+        stand for any key left out); set back after those flows.
     :param check_views: Add each checked flow's unread check views and record them
         (:func:`sdp_expect.plan.rule_checks`): when the translation is
         registered with a pipeline, not when it is shown.
     """
 
-    def __init__(self, state: PlanState,
-                 retry_attempts: str = DEFAULT_RETRY_ATTEMPTS, *,
+    def __init__(self, state: PlanState, settings: Optional[Mapping[str, str]] = None, *,
                  check_views: bool = False) -> None:
         self.state = state
-        self.retry_attempts = retry_attempts
+        self.settings = {key: (settings or {}).get(key, value)
+                         for key, value in DEFAULT_FLOW_SETTINGS.items()}
         self.check_views = check_views
 
     def translate(self, statements: list[Statement], file: str) -> Translation:
@@ -311,7 +330,7 @@ class Translator:
         :raises SdpExpectError: SDPX-DEF-105, -106, -108 and SDPX-CFG-201, as the
             Python API raises them, at the statement's file and line.
         """
-        scope = _FileScope(self.state.options, self.retry_attempts,
+        scope = _FileScope(self.state.options, dict(self.settings),
                            options_conf(self.state.options))
         out = _Writer(file)
         settings = ", ".join(f"{k}={v}" for k, v in scope.conf.items())
@@ -351,8 +370,8 @@ class Translator:
             out.comment(f"{statement.position}: {statement.text}",
                         "(applied by sdp-expect to the statements below in this file)")
             return
-        if key == RETRY_KEY and value is not None:
-            scope.retry = value
+        if key in scope.in_effect and value is not None:
+            scope.in_effect[key] = _unquoted(value)
         out.statement(statement.text, statement.position)
 
     def _pass_through(self, statement: PassThrough, out: _Writer) -> None:
@@ -423,9 +442,10 @@ class Translator:
                     head: str, origin: Position, scope: _FileScope, out: _Writer) -> None:
         """Write a plan: its datasets and flows, then its check views.
 
-        The datasets and flows that read the user's query come first, with fail
-        rules between a ``SET`` of no retries and a ``SET`` back; then the metrics
-        counted from a record log (no fail check there), then the check views.
+        The datasets and flows that read the user's query come first, each flow's own
+        Spark settings (the plan's ``spark_conf``) ``SET`` before it and ``SET`` back to
+        the value in effect after the last; then the metrics counted from a batch log
+        (no fail check there), then the check views.
 
         ``table`` is the dataset the plan is of; ``flow`` names the flow whose query is
         ``query`` (the dataset's name, for a dataset's own query; no query for a table
@@ -434,26 +454,35 @@ class Translator:
         the Databricks SQL statement, so that Spark's errors map back to it.
         """
         source = _source(query) if query is not None else ""
-        first: list[tuple[str, Optional[SqlText]]] = []
+        first: list[tuple[str, Optional[SqlText], Optional[Mapping[str, str]]]] = []
         after: list[str] = []
+        # A companion view (a batch log's input) goes just before the flow that reads it,
+        # under the same settings.
+        views = {spec.name: spec for spec in plan.datasets
+                 if spec.kind is DatasetKind.TEMPORARY_VIEW and spec.role is not Role.TARGET}
         for spec in plan.datasets:
             text = _dataset_sql(spec, table, head, source)
+            if spec.name in views:
+                continue
             if spec.query is not None and spec.query.reads is not None:
                 after.append(text)
-            else:
-                first.append((text, query if spec.query is not None else None))
+            elif spec.query is not None:
+                first.append((text, query, spec.query.spark_conf))
+            else:  # a table that flows write: it runs nothing, settings do not matter
+                first.append((text, None, None))
         for flow_spec in plan.flows:
-            first.append((_flow_sql(flow_spec, flow, table, head, source), query))
-        fail = plan.no_retry
-        if fail:
-            out.comment("Fail expectations: a failed flow is not retried (retrying cannot "
-                        "help), as in the Python API.")
-            out.statement(f"SET {RETRY_KEY} = 0", origin)
-        for text, repeated in first:
+            view = views.get(flow_spec.reads or "")
+            if view is not None and view.query is not None:
+                first.append((_dataset_sql(view, table, head, source), query,
+                              view.query.spark_conf))
+            first.append((_flow_sql(flow_spec, flow, table, head, source), query,
+                          flow_spec.spark_conf))
+        current = dict(scope.in_effect)
+        for text, repeated, conf in first:
+            if conf is not None:
+                self._set_flow_settings(conf, current, scope, origin, out)
             out.statement(text, origin, repeated)
-        if fail:
-            out.comment("Back to the retry setting in effect before.")
-            out.statement(f"SET {RETRY_KEY} = {scope.retry}", origin)
+        self._set_flow_settings({}, current, scope, origin, out)
         for text in after:
             out.statement(text, origin)
         if not self.check_views or query is None:
@@ -462,6 +491,20 @@ class Translator:
             out.statement(f"CREATE TEMPORARY VIEW {check.view}\nAS {check.select(source)}",
                           origin, query)
             record_definition(check.definition)
+
+    @staticmethod
+    def _set_flow_settings(conf: Mapping[str, str], current: dict[str, str],
+                           scope: _FileScope, origin: Position, out: _Writer) -> None:
+        """``SET`` each setting of :data:`DEFAULT_FLOW_SETTINGS` to what the flow about to
+        be written wants (``conf``, else the file's value in effect), where ``current``
+        differs; ``conf`` empty sets everything back."""
+        for key, value in current.items():
+            wanted = conf.get(key, scope.in_effect[key])
+            if wanted != value:
+                out.comment(_SETTING_REASONS[key] if key in conf
+                            else "Back to the setting in effect before.")
+                out.statement(f"SET {key} = {wanted}", origin)
+                current[key] = wanted
 
 
 def _where(position: Position) -> Where:
@@ -485,7 +528,8 @@ def _dataset_sql(spec: DatasetSpec, table: Name, head: str, source: str) -> str:
     lines = [f"CREATE {_KEYWORDS[spec.kind]} {table.sibling(spec.name)}"]
     if spec.format:
         lines.append(f"USING {spec.format}")
-    lines.append(f"COMMENT {sql_string(spec.comment or '')}")
+    if spec.comment is not None:
+        lines.append(f"COMMENT {sql_string(spec.comment)}")
     text = "\n".join(lines)
     if flow is None:
         return text
@@ -500,9 +544,10 @@ def _flow_sql(spec: FlowSpec, flow: Name, table: Name, head: str, source: str) -
     user's query as a relation; a companion flow is written as a sibling of ``flow``."""
     if spec.step is Step.TARGET:
         return f"{head}{spec.select(source)}"
+    read = source if spec.reads is None else f"STREAM({table.sibling(spec.reads)})"
     return (f"CREATE FLOW {flow.sibling(spec.name)}\n"
             f"AS INSERT INTO {table.sibling(spec.target)} BY NAME\n"
-            f"{spec.select(source)}")
+            f"{spec.select(read)}")
 
 
 def _unquoted(value: str) -> str:

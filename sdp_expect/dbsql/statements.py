@@ -106,7 +106,7 @@ class Name:
     def sibling(self, name: str) -> str:
         """SQL for a companion called ``name`` (from :mod:`sdp_expect.plan`).
 
-        A derived name (``<dataset>_quarantine``, ``<flow>_to_dq_records``) keeps
+        A derived name (``<dataset>_quarantine``, ``<flow>_to_dq_batches``) keeps
         this name's catalog and schema qualifiers, its last part quoted as
         needed; any other name (a quarantine named by the user) is written as
         the Python API would pass it: dotted parts as they are, or else quoted

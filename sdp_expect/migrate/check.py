@@ -88,9 +88,9 @@ def dry_run(dst: Path, line_maps: dict[str, list[tuple[str, int]]], *,
         env.pop(key, None)
     dst = dst.resolve()
     # --verbose: the traceback frames (which locate Spark's errors in DST) are in the
-    # output (on stderr; stdout holds the JSON document)
+    # output (on stderr; stdout holds the JSON document); no progress line in it
     command = [*_command(), "dry-run", "--spec", str(dst), "--color", "never", "--verbose",
-               "--format", "json"]
+               "--progress", "none", "--format", "json"]
     if wait is not None:
         command += ["--wait", str(int(wait))]
     try:
