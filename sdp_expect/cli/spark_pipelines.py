@@ -53,7 +53,6 @@ from sdp_expect.report.text import paint
 from sdp_expect.violation import Violation
 
 __all__ = [
-    "LOCAL_CONNECT_PORT",
     "SERVER_OPTIONS",
     "SHARED_OPTIONS",
     "TOKEN_VARIABLE",
@@ -71,9 +70,6 @@ __all__ = [
     "user_confs",
 ]
 
-LOCAL_CONNECT_PORT = 15002
-"""The port of the local Spark Connect server that ``spark-pipelines`` starts by itself
-(without ``--remote``); sdp-expect never lets it (see :mod:`sdp_expect.cli.local_server`)."""
 TOKEN_VARIABLE = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 """Where a Spark Connect client, and server, read the token that authenticates the client."""
 CHILD_STATE_VARIABLES = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE", TOKEN_VARIABLE)
@@ -348,16 +344,9 @@ class EventLog:
     """Each flow's last state, by the flow's name as printed."""
     run_state: Optional[str] = None
     """The run's last state (``COMPLETED``, ``FAILED``, ``CANCELED``)."""
-    port_taken: bool = False
-    """Whether the local Spark Connect server could not bind its port."""
     violations: list[Violation] = field(default_factory=list)
     """Every expectation violation reported, once each (Spark repeats the message in
     several events and in the final exception)."""
-
-    def feed_log(self, line: str) -> None:
-        """Note what one line of the JVM's log (``spark-pipelines``' stderr) says."""
-        if "Failed to bind" in line and f":{LOCAL_CONNECT_PORT}" in line:
-            self.port_taken = True
 
     def feed(self, line: str) -> None:
         """Note what one output line (an event, Python's output) says."""
@@ -369,7 +358,6 @@ class EventLog:
             # was started again (a retry: QUEUED, STARTING, RUNNING...).
             if not (state == "COMPLETED" and self.flows.get(name) == "FAILED"):
                 self.flows[name] = state
-        self.feed_log(line)
         run = _RUN_EVENT.match(line)
         if run is not None:
             self.run_state = run.group("state")
@@ -464,7 +452,7 @@ def _run_once(invocation: Invocation, out: TextIO, *, color: bool,
     """
     events = EventLog()
     if definitions is not None and definitions.exists():
-        definitions.unlink()  # a new attempt defines the pipeline again
+        definitions.unlink()  # a previous run's: this run defines the pipeline again
     shown = ChildOutput(definitions)
     process = subprocess.Popen(invocation.command, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, env=invocation.env)
@@ -495,7 +483,6 @@ def _run_once(invocation: Invocation, out: TextIO, *, color: bool,
             if log is not None:
                 log.write(line)
             if name == "log":
-                events.feed_log(line)
                 jvm_tail = [*jvm_tail[-(STARTUP_LINES - 1):], line]
                 if verbose:
                     emit([line])
