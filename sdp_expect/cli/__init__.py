@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from typing import Callable, Optional, Sequence
 
 from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, version, write_text
@@ -95,6 +96,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_usage(sys.stderr)
         write_text(sys.stderr, "sdp-expect: error: a command is required (for example: validate)\n")
         return EXIT_USAGE
+    # pyspark's Python warnings in this process (importing its Spark Connect client, to
+    # talk to the project's server or read the tables through it, warns for one when
+    # pandas is newer than pyspark supports) would land among a run's events and under
+    # its progress line; the pipeline program's own warnings go to the log file.
+    warnings.filterwarnings("ignore", module=r"pyspark(\.|$)")
     try:
         return handler(args)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: what the command started is stopped
