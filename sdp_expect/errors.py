@@ -247,6 +247,37 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "sdp_expect.sql.include from a Python file, or translate them for good with "
             "sdp-expect translate ... -o transformations/",
         ),
+        # -- the project's local Spark server (run, dry-run, serve) --
+        ErrorSpec(
+            "SDPX-SRV-501",
+            "the local Spark Connect server of the project did not start",
+            "read the server's last lines shown below the message (and the run's log file): "
+            "check that Java 17 is installed (java -version), that the options given for the "
+            "server (--master, --driver-memory, --packages, --conf ...) are valid, and that no "
+            "other Spark process uses the project's metastore_db/ (stop it, or wait for it)",
+        ),
+        ErrorSpec(
+            "SDPX-SRV-502",
+            "another sdp-expect command of the same project is using its catalog, and did "
+            "not finish in the time given to wait for it",
+            "wait for it to finish and run again, or wait longer with --wait SECONDS; the "
+            "embedded metastore in the project folder admits one Spark at a time (runs of "
+            "other projects do not wait)",
+        ),
+        ErrorSpec(
+            "SDPX-SRV-503",
+            "the project's warm server (sdp-expect serve) was started with other server "
+            "options or another pyspark than this run's",
+            "run without server options (the warm server's apply), or give the same ones as "
+            "to sdp-expect serve; to change them, stop the server (sdp-expect serve --stop) "
+            "and start it again with the new options",
+        ),
+        ErrorSpec(
+            "SDPX-SRV-504",
+            "sdp-expect serve was started for a project whose server is already up",
+            "use the server that is up (runs of the project find it), or stop it first with "
+            "sdp-expect serve --stop",
+        ),
         # -- Databricks SQL files (sdp_expect.sql.include, sdp-expect translate) --
         ErrorSpec(
             "SDPX-SQL-301",

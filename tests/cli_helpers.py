@@ -27,9 +27,17 @@ def user_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def sdp_expect_script() -> str:
+    """The installed ``sdp-expect`` console script (next to this Python)."""
+    command = shutil.which("sdp-expect", path=os.path.dirname(sys.executable))
+    assert command, "the sdp-expect console script is not installed next to this Python"
+    return command
+
+
 def replaying_project(tmp_path: Path, script: str, capture: Path) -> tuple[Path, dict[str, str]]:
     """An empty project, and an environment whose ``spark-pipelines`` is the Python
-    ``script`` (it finds the real output ``capture`` to replay in ``$REPLAY``)."""
+    ``script`` (it finds the real output ``capture`` to replay in ``$REPLAY``) and whose
+    project server is a stand-in (:func:`fake_spark_submit`)."""
     project = tmp_path / "project"
     project.mkdir()
     (project / "spark-pipeline.yml").write_text("name: replay\nlibraries: []\n")
@@ -38,16 +46,15 @@ def replaying_project(tmp_path: Path, script: str, capture: Path) -> tuple[Path,
     wrapper = tmp_path / "spark-pipelines"
     wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{replay}" "$@"\n')
     wrapper.chmod(0o755)
-    return project, user_env(SDP_EXPECT_SPARK_PIPELINES=str(wrapper), REPLAY=str(capture))
+    return project, user_env(SDP_EXPECT_SPARK_PIPELINES=str(wrapper), REPLAY=str(capture),
+                             SDP_EXPECT_SPARK_SUBMIT=str(fake_spark_submit(tmp_path)))
 
 
 def sdp_expect(*args: str, cwd: Path, env: Optional[dict[str, str]] = None,
                timeout: float = 900) -> subprocess.CompletedProcess[str]:
     """Run the installed ``sdp-expect`` console script."""
-    command = shutil.which("sdp-expect", path=os.path.dirname(sys.executable))
-    assert command, "the sdp-expect console script is not installed next to this Python"
-    return subprocess.run([command, *args], cwd=cwd, env=env or user_env(), capture_output=True,
-                          text=True, timeout=timeout, check=False)
+    return subprocess.run([sdp_expect_script(), *args], cwd=cwd, env=env or user_env(),
+                          capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def sdp_expect_on_terminal(*args: str, cwd: Path, env: Optional[dict[str, str]] = None,
@@ -69,8 +76,7 @@ def sdp_expect_on_terminal(*args: str, cwd: Path, env: Optional[dict[str, str]] 
     import struct
     import termios
 
-    command = shutil.which("sdp-expect", path=os.path.dirname(sys.executable))
-    assert command, "the sdp-expect console script is not installed next to this Python"
+    command = sdp_expect_script()
     env = dict(env or user_env(), TERM="xterm")
     env.pop("COLUMNS", None)
     env.pop("LINES", None)
@@ -156,6 +162,112 @@ def spark_pipelines(project: Path, *args: str, timeout: float = 600
     assert command, "spark-pipelines is not installed next to this Python"
     return subprocess.run([command, *args], cwd=project, env=user_env(), capture_output=True,
                           text=True, timeout=timeout, check=False)
+
+
+FAKE_SERVER = """\
+import json, os, signal, sys, threading
+from concurrent import futures
+
+args = sys.argv[1:]
+confs = {}
+for index, arg in enumerate(args[:-1]):
+    if arg in ("--conf", "-c"):
+        key, _, value = args[index + 1].partition("=")
+        confs[key] = value
+record = os.environ.get("FAKE_SERVER_ARGS")
+if record:
+    with open(record, "w") as handle:
+        json.dump({"argv": args, "opts": os.environ.get("SPARK_SUBMIT_OPTS"),
+                   "pythonpath": os.environ.get("PYTHONPATH"), "cwd": os.getcwd(),
+                   "token": os.environ.get("SPARK_CONNECT_AUTHENTICATE_TOKEN"),
+                   "pid": os.getpid()}, handle)
+if os.environ.get("FAKE_SERVER_FAIL"):
+    print(os.environ["FAKE_SERVER_FAIL"], flush=True)
+    sys.exit(1)
+import grpc
+from pyspark.sql.connect.proto import base_pb2, base_pb2_grpc
+
+class Service(base_pb2_grpc.SparkConnectServiceServicer):
+    def Config(self, request, context):
+        keys = request.operation.get.keys
+        if any(key not in confs for key in keys):
+            context.abort(grpc.StatusCode.INTERNAL, "SQL_CONF_NOT_FOUND")
+        return base_pb2.ConfigResponse(session_id=request.session_id, pairs=[
+            base_pb2.KeyValue(key=key, value=confs[key]) for key in keys])
+
+    def ReleaseSession(self, request, context):
+        return base_pb2.ReleaseSessionResponse(session_id=request.session_id)
+
+stop = threading.Event()
+signal.signal(signal.SIGTERM, lambda *_: stop.set())
+server = grpc.server(futures.ThreadPoolExecutor(2))
+base_pb2_grpc.add_SparkConnectServiceServicer_to_server(Service(), server)
+server.add_insecure_port("127.0.0.1:" + confs["spark.connect.grpc.binding.port"])
+server.start()
+print("fake Spark Connect server up", flush=True)
+stop.wait()
+server.stop(0)
+"""
+
+
+def fake_spark_submit(folder: Path) -> Path:
+    """A stand-in for the ``spark-submit`` that starts a project's server (for
+    ``$SDP_EXPECT_SPARK_SUBMIT``), for tests of the command without Spark.
+
+    It starts a Spark Connect server that answers only sdp-expect's question of who it
+    is (its ``--conf`` settings, through Spark Connect's Config call) and runs until
+    SIGTERM. It writes its arguments, environment and process to ``$FAKE_SERVER_ARGS``;
+    with ``$FAKE_SERVER_FAIL`` it prints that text and exits 1 instead.
+    """
+    script = folder / "fake_spark_submit.py"
+    script.write_text(FAKE_SERVER)
+    wrapper = folder / "spark-submit"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+FAKE_PIPELINES = """\
+import json, os, sys, time
+with open(os.environ["FAKE_ARGS"], "w") as handle:
+    json.dump({"argv": sys.argv[1:], "opts": os.environ.get("SPARK_SUBMIT_OPTS"),
+               "pythonpath": os.environ.get("PYTHONPATH"),
+               "token": os.environ.get("SPARK_CONNECT_AUTHENTICATE_TOKEN"),
+               "connect": os.environ.get("SPARK_CONNECT_MODE_ENABLED")}, handle)
+lines = os.environ.get("FAKE_LINES")
+if lines:
+    with open(lines) as handle:
+        for line in handle:
+            print(line, end="", flush=True)
+time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
+sys.exit(int(os.environ.get("FAKE_RC", "0")))
+"""
+
+
+def fake_commands(folder: Path) -> dict[str, str]:
+    """An environment in which ``sdp-expect run`` starts stand-ins, not Spark: for
+    ``spark-pipelines`` (``$SDP_EXPECT_SPARK_PIPELINES``: it writes what it was given to
+    ``$FAKE_ARGS``, prints the lines of the file ``$FAKE_LINES``, sleeps ``$FAKE_SLEEP``
+    seconds and exits with ``$FAKE_RC``) and for the project's server
+    (:func:`fake_spark_submit`, writing to ``$FAKE_SERVER_ARGS``).
+    """
+    script = folder / "fake_spark_pipelines.py"
+    script.write_text(FAKE_PIPELINES)
+    wrapper = folder / "spark-pipelines"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
+    wrapper.chmod(0o755)
+    return user_env(SDP_EXPECT_SPARK_PIPELINES=str(wrapper), SPARK_CONNECT_MODE_ENABLED="1",
+                    FAKE_ARGS=str(folder / "fake-args.json"),
+                    SDP_EXPECT_SPARK_SUBMIT=str(fake_spark_submit(folder)),
+                    FAKE_SERVER_ARGS=str(folder / "fake-server-args.json"))
+
+
+def fake_args(env: dict[str, str], key: str = "FAKE_ARGS") -> dict[str, Any]:
+    """What the stand-in ``spark-pipelines`` (with ``key`` ``FAKE_SERVER_ARGS``: the
+    stand-in server) was given last: arguments, environment, process."""
+    with open(env[key], encoding="utf-8") as handle:
+        found: dict[str, Any] = json.load(handle)
+    return found
 
 
 def write_project(root: Path, code: str, *, configuration: str = "") -> Path:

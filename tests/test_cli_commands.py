@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import sdp_expect, user_env
+from cli_helpers import fake_args, fake_commands, sdp_expect
 
 from sdp_expect import cli
-from sdp_expect.cli.spark_pipelines import EventLog, build_command
+from sdp_expect.cli.spark_pipelines import EventLog, build_command, user_confs
 from sdp_expect.project import Project, find_spec
 from sdp_expect.report.as_json import to_json
 from sdp_expect.report.build import build_report
@@ -44,20 +43,6 @@ Error: {violation}
 2026-01-01 10:00:04: Run is FAILED.
 """
 
-FAKE = """\
-import json, os, sys
-with open(os.environ["FAKE_ARGS"], "w") as handle:
-    json.dump({"argv": sys.argv[1:], "opts": os.environ.get("SPARK_SUBMIT_OPTS"),
-               "pythonpath": os.environ.get("PYTHONPATH"),
-               "connect": os.environ.get("SPARK_CONNECT_MODE_ENABLED")}, handle)
-lines = os.environ.get("FAKE_LINES")
-if lines:
-    with open(lines) as handle:
-        for line in handle:
-            print(line, end="", flush=True)
-sys.exit(int(os.environ.get("FAKE_RC", "0")))
-"""
-
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
@@ -71,20 +56,7 @@ def project(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def fake_env(tmp_path: Path) -> dict[str, str]:
-    script = tmp_path / "fake_spark_pipelines.py"
-    script.write_text(FAKE)
-    wrapper = tmp_path / "spark-pipelines"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
-    wrapper.chmod(0o755)
-    return user_env(SDP_EXPECT_SPARK_PIPELINES=str(wrapper), SPARK_CONNECT_MODE_ENABLED="1",
-                    FAKE_ARGS=str(tmp_path / "fake-args.json"))
-
-
-def fake_args(env: dict[str, str]) -> dict[str, Any]:
-    """What the stand-in spark-pipelines was given (arguments and environment)."""
-    with open(env["FAKE_ARGS"], encoding="utf-8") as handle:
-        found: dict[str, Any] = json.load(handle)
-    return found
+    return fake_commands(tmp_path)
 
 
 def with_events(env: dict[str, str], tmp_path: Path, text: str, rc: int) -> dict[str, str]:
@@ -96,29 +68,56 @@ def with_events(env: dict[str, str], tmp_path: Path, text: str, rc: int) -> dict
 def test_dry_run_passes_options_on_and_adds_defaults_the_user_did_not_set(
         project: Path, fake_env: dict[str, str], tmp_path: Path) -> None:
     env = with_events(fake_env, tmp_path, "2026-01-01 10:00:00: Run is COMPLETED.\n", 0)
+    # --port-wait: the old name of --wait, still accepted
     result = sdp_expect("dry-run", "--port-wait", "0", "--conf", "spark.sql.warehouse.dir=/wh",
-                        "--full-refresh-all", "--conf=a.b=c", "-c", "x.y=z", "--spec",
-                        str(project), cwd=tmp_path, env=env)
+                        "--full-refresh-all", "--conf=a.b=c", "-c", "x.y=z", "--master",
+                        "local[2]", "--driver-memory=2g", "--spec", str(project), cwd=tmp_path,
+                        env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     args = fake_args(env)
+    server = fake_args(env, "FAKE_SERVER_ARGS")
     spec = str((project / "spark-pipeline.yml").resolve())
+    confs = user_confs(server["argv"])
+    port = int(confs["spark.connect.grpc.binding.port"])
+    # spark-pipelines runs on the project's server, with its token; the options that set
+    # up Spark went to the server
     assert args["argv"] == ["dry-run", "--spec", spec, "--conf", "spark.sql.warehouse.dir=/wh",
-                            "--full-refresh-all", "--conf=a.b=c", "-c", "x.y=z"]
-    opts = args["opts"]
+                            "--full-refresh-all", "--conf=a.b=c", "-c", "x.y=z",
+                            "--remote", f"sc://localhost:{port}"]
+    assert args["token"] and args["token"] == server["token"]
+    assert args["connect"] is None  # a Spark Connect client's state is not inherited
+    argv = server["argv"]
+    assert argv[:2] == ["--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
+    assert argv[argv.index("--master") + 1] == "local[2]" and argv.count("--master") == 1
+    assert "--driver-memory=2g" in argv and argv[-1] == "spark-internal"
+    assert confs["spark.sql.warehouse.dir"] == "/wh" and confs["a.b"] == "c"
+    assert confs["spark.connect.grpc.binding.address"] == "127.0.0.1"
     folder = str(project.resolve())
+    assert confs["spark.sdp_expect.server.project"] == folder
+    opts = server["opts"]
     assert "-Dspark.sql.catalogImplementation=hive" in opts
     assert (f'"-Dspark.hadoop.javax.jdo.option.ConnectionURL=jdbc:derby:;databaseName='
             f'{folder}/metastore_db;create=true"') in opts
-    assert f'"-Dderby.system.home={folder}"' in opts
-    # The user's --conf wins over the default, and reaches Spark as a property too.
-    assert "spark.sql.warehouse.dir=/wh" in opts and "spark-warehouse" not in opts
-    assert "-Da.b=c" not in opts and "-Dx.y=z" not in opts  # not Spark settings
+    assert f'"-Dderby.system.home={folder}"' in opts and "-Dspark.log.level=WARN" in opts
+    # The user's --conf wins over the default (it is not a property: it is a --conf)
+    assert "spark-warehouse" not in opts and "-Da.b=c" not in opts
+    assert server["pythonpath"].split(os.pathsep)[0] == folder
     assert args["pythonpath"].split(os.pathsep)[0] == folder
-    assert args["connect"] is None  # a Spark Connect client's state is not inherited
     assert "Run is COMPLETED" in result.stdout
     assert result.stdout.rstrip().endswith("sdp-expect dry-run: COMPLETED (exit status 0)")
     assert "Data quality" not in result.stdout
     assert "\x1b[" not in result.stdout
+    # The run's server is gone with it, and so is its record
+    assert not pid_alive(server["pid"])
+    assert not (project / ".sdp-expect" / "server.json").exists()
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def test_run_with_remote_adds_no_local_catalog(project: Path, fake_env: dict[str, str],

@@ -133,12 +133,14 @@ def test_a_run_on_a_terminal_draws_its_progress_live_and_leaves_the_last_line(
     assert example_run.returncode == 0, example_run.stdout + example_run.stderr
     raw = example_run.stderr  # what the terminal received
     shown = screen(raw)
-    # On the screen: the header, every event of the run once (as in the log file), and
-    # the progress line, left as the last line with the final counts.
+    # On the screen: the header, the project's server started for the run, every event
+    # of the run once (as in the log file), and the progress line, left as the last line
+    # with the final counts.
     log = Path(json.loads(example_run.stdout)["log"]).read_text(encoding="utf-8")
     events = [line for line in log.splitlines() if re.match(r"\d{4}-\d\d-\d\d \d", line)]
     assert shown[0].startswith("sdp-expect run: ")
-    assert shown[1:-1] == events
+    assert shown[1].startswith("sdp-expect: a local Spark Connect server on port "), shown[1]
+    assert shown[2:-1] == events
     final = PROGRESS.fullmatch(shown[-1])
     assert final and final.group(3) == "6/6 flows done · failed: 0", shown[-1]
     assert STYLE.sub("", raw).endswith(shown[-1] + "\r\n")  # nothing after it

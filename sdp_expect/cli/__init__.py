@@ -14,6 +14,9 @@ Subcommands, one module each:
   and ``sdp-expect dry-run ...``: ``spark-pipelines`` with defaults that make a
   local project work every time, its events streamed, then (``run``) a
   data-quality summary (:mod:`sdp_expect.cli.run`).
+- ``sdp-expect serve [--background|--stop|--status] [server options]``: keep the
+  project's Spark Connect server warm, so that its runs skip Spark's start
+  (:mod:`sdp_expect.cli.serve`).
 - ``sdp-expect report [--spec FILE] [--html OUT.html]``: the summary of the
   last successful update of each dataset, as text, JSON or an HTML page
   (:mod:`sdp_expect.cli.report`).
@@ -32,16 +35,22 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from typing import Callable, Optional, Sequence
 
 from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, version, write_text
 from sdp_expect.cli.migrate import add_migrate
 from sdp_expect.cli.report import add_report
 from sdp_expect.cli.run import add_dry_run, add_run
+from sdp_expect.cli.serve import add_serve
 from sdp_expect.cli.translate import add_translate
 from sdp_expect.cli.validate import add_validate
 
-__all__ = ["EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE", "build_parser", "main", "version"]
+__all__ = ["EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE", "build_parser", "main",
+           "version"]
+
+EXIT_INTERRUPTED = 130
+"""A command stopped by Ctrl-C (or SIGTERM, SIGHUP), as shells report a SIGINT."""
 
 
 SUBCOMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
@@ -49,6 +58,7 @@ SUBCOMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]]
     add_translate,
     add_run,
     add_dry_run,
+    add_serve,
     add_report,
     add_migrate,
 ]
@@ -86,4 +96,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_usage(sys.stderr)
         write_text(sys.stderr, "sdp-expect: error: a command is required (for example: validate)\n")
         return EXIT_USAGE
-    return handler(args)
+    # pyspark's Python warnings in this process (importing its Spark Connect client, to
+    # talk to the project's server or read the tables through it, warns for one when
+    # pandas is newer than pyspark supports) would land among a run's events and under
+    # its progress line; the pipeline program's own warnings go to the log file.
+    warnings.filterwarnings("ignore", module=r"pyspark(\.|$)")
+    try:
+        return handler(args)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: what the command started is stopped
+        write_text(sys.stderr, "\nsdp-expect: interrupted\n")
+        return EXIT_INTERRUPTED

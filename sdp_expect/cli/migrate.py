@@ -62,8 +62,9 @@ def add_migrate(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
                         help="where the files of the Databricks data roots are: each "
                         "/Volumes/<catalog>/<schema>/<volume> (dbfs:/mnt/<m>...) becomes the "
                         "pipeline setting FOLDER/<volume> (default: DST/data/<volume>, reported)")
-    parser.add_argument("--port-wait", type=float, metavar="SECONDS",
-                        help="for the dry-run: how long to wait for port 15002 (default 300)")
+    parser.add_argument("--wait", "--port-wait", dest="wait", type=float, metavar="SECONDS",
+                        help="for the dry-run: how long to wait for another sdp-expect command "
+                        "of DST (default 300)")
     parser.set_defaults(handler=command_migrate)
 
 
@@ -80,6 +81,6 @@ def command_migrate(args: argparse.Namespace) -> int:
             write_text(sys.stderr, "sdp-expect migrate: dry-run of the result "
                        "(sdp-expect dry-run; --no-check skips it)...\n")
         result.check = dry_run(Path(args.dst), result.line_maps,
-                               port_wait=getattr(args, "port_wait", None))
+                               wait=getattr(args, "wait", None))
     write_text(sys.stdout, to_json(result) + "\n" if args.format == "json" else to_text(result))
     return exit_status(result)

@@ -3,7 +3,9 @@
 It reads the project's ``<dataset>_dq_metrics`` and quarantine tables (the
 catalog ``sdp-expect run`` keeps in the project folder), shows each dataset as
 of its last successful update, and with ``--html OUT.html`` writes the page of
-:mod:`sdp_expect.report.html`. It runs no pipeline.
+:mod:`sdp_expect.report.html`. It runs no pipeline. While ``sdp-expect serve``
+keeps the project's server up (which then holds the catalog), it reads through
+that server.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ import sys
 from pathlib import Path
 
 from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, version, write_text
+from sdp_expect.cli.local_server import warm_server
 from sdp_expect.cli.spark_pipelines import default_confs, is_local
 from sdp_expect.project import UsageProblem, find_spec, load_project
 from sdp_expect.report.as_json import to_json
 from sdp_expect.report.build import build_report
 from sdp_expect.report.html import render_html
 from sdp_expect.report.model import DEFAULT_SAMPLE, ReadError
-from sdp_expect.report.reader import load_history, read_tables
+from sdp_expect.report.reader import load_history, read_tables, read_through_server
 from sdp_expect.report.text import to_text, use_color
 
 __all__ = ["REPORT_DESCRIPTION", "add_report", "add_report_arguments", "command_report"]
@@ -32,7 +35,8 @@ percentage, the records each dataset dropped and its quarantine. Reads the
 <dataset>_dq_metrics and quarantine tables of the catalog that `sdp-expect
 run` keeps in the project folder (run no pipeline). A materialized view is
 empty after a failed update; its last successful numbers then come from what
-`sdp-expect run` kept in .sdp-expect/dq-history.json.
+`sdp-expect run` kept in .sdp-expect/dq-history.json. While `sdp-expect
+serve` keeps the project's server up, the tables are read through it.
 
 With --html OUT.html, also write a page to look at: per dataset a bar per
 rule (passed against failed), the dropped records, the quarantine's size and
@@ -90,16 +94,23 @@ def command_report(args: argparse.Namespace) -> int:
         write_text(sys.stderr, f"sdp-expect report: error: {problem}\n")
         return EXIT_USAGE
     remote = args.remote if not is_local(args.remote) else None
+    warm = warm_server(project.folder.resolve()) if remote is None else None
     confs = {} if remote else {**default_confs(project.folder), **given}
-    own_catalog = not (remote or {"spark.sql.catalogImplementation",
-                                  "spark.hadoop.javax.jdo.option.ConnectionURL"} & set(given))
+    own_catalog = not (remote or warm or {"spark.sql.catalogImplementation",
+                                          "spark.hadoop.javax.jdo.option.ConnectionURL"}
+                       & set(given))
     if own_catalog and not (project.folder / "metastore_db").is_dir():
         write_text(sys.stderr, f"sdp-expect report: no catalog in {project.folder} "
                    "(metastore_db/): run the pipeline first with `sdp-expect run`\n")
         return EXIT_PROBLEMS
     try:
-        reading = read_tables(project.folder, confs, catalog=project.catalog,
-                              database=project.database, remote=remote, sample=args.sample)
+        if warm is not None:  # it holds the project's catalog: read through it
+            reading = read_through_server(warm.url, warm.token, catalog=project.catalog,
+                                          database=project.database, sample=args.sample)
+        else:
+            reading = read_tables(project.folder, confs, catalog=project.catalog,
+                                  database=project.database, remote=remote,
+                                  sample=args.sample)
     except ReadError as error:
         write_text(sys.stderr, f"sdp-expect report: cannot read the tables: {error}\n")
         return EXIT_PROBLEMS

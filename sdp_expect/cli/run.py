@@ -1,27 +1,38 @@
 """``sdp-expect run`` and ``sdp-expect dry-run``: ``spark-pipelines`` with working defaults.
 
 The command runs the project's pipeline through
-:mod:`sdp_expect.cli.spark_pipelines` (which has the defaults and why), shows
-its events as they come (what is shown: :mod:`sdp_expect.cli.run_output`) with
-the flows' progress (:mod:`sdp_expect.cli.progress`), keeps its full output in a
-log file, and ``run`` then prints the data-quality summary
-(:mod:`sdp_expect.report`).
+:mod:`sdp_expect.cli.spark_pipelines` (which has the defaults and why), on the
+project's own Spark Connect server (:mod:`sdp_expect.cli.local_server`: a warm
+one that ``sdp-expect serve`` keeps, or one started for the run on a free
+port), shows its events as they come (what is shown:
+:mod:`sdp_expect.cli.run_output`) with the flows' progress
+(:mod:`sdp_expect.cli.progress`), keeps its full output in a log file, and
+``run`` then prints the data-quality summary (:mod:`sdp_expect.report`), read
+through the same server.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import datetime
 import json
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence, TextIO
 
 from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, write_text
+from sdp_expect.cli.local_server import (
+    ServerProblem,
+    ServerUse,
+    interrupted_by_signals,
+    server_for_run,
+)
 from sdp_expect.cli.progress import MODES, Progress, choose_mode
 from sdp_expect.cli.run_output import Definitions
-from sdp_expect.cli.spark_pipelines import Outcome, build_command, run_pipeline
+from sdp_expect.cli.spark_pipelines import Invocation, Outcome, build_command, run_pipeline
 from sdp_expect.definitions import DEFINITIONS_VARIABLE
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.layout import layout_problems
@@ -29,7 +40,12 @@ from sdp_expect.project import Project, UsageProblem, find_spec, load_project
 from sdp_expect.report.as_json import report_dict, violation_dict
 from sdp_expect.report.build import build_report
 from sdp_expect.report.model import DEFAULT_SAMPLE, QualityReport, ReadError
-from sdp_expect.report.reader import read_tables, save_history
+from sdp_expect.report.reader import (
+    prepare_reading,
+    read_tables,
+    read_through_server,
+    save_history,
+)
 from sdp_expect.report.text import paint, to_text, use_color, violation_lines
 
 __all__ = [
@@ -40,6 +56,7 @@ __all__ = [
     "add_dry_run",
     "add_pass_through",
     "add_run",
+    "add_wait_argument",
     "command_run",
     "exit_status",
     "summarize_run",
@@ -58,9 +75,14 @@ embedded Hive metastore, kept in the project folder (metastore_db/ and
 spark-warehouse/ next to the spec file), so every run finds the tables of the
 last one; no console progress bars; the project folder on the Python path
 (pipeline files can import the project's modules, as on Databricks). Flows
-with fail rules are not retried. Every other option is passed to
-spark-pipelines unchanged: --full-refresh, --full-refresh-all, --refresh,
---conf KEY=VALUE, --remote, --master, --packages, ... (docs/cli.md)
+with fail rules are not retried. Every other option is passed on unchanged:
+--full-refresh, --full-refresh-all, --refresh, --conf KEY=VALUE, --remote to
+spark-pipelines; --master, --driver-memory, --packages, --conf ... to the
+local Spark server (docs/cli.md)
+
+Spark: the run starts a local Spark Connect server of its own on a free port
+(runs of other projects go on at the same time), or uses the project's warm
+server when `sdp-expect serve` keeps one (a re-run then skips Spark's start).
 
 Exit status: 0 the run completed and no expectation failed; 1 the pipeline or
 an expectation failed (or the summary could not be read); 2 usage error.
@@ -118,15 +140,23 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, summary: bool) -> N
                         help="show every line spark-pipelines prints (Spark's logs, warnings, "
                         "plans, tracebacks); by default they go only to the log file "
                         "(.sdp-expect/logs/ in the project folder)")
-    parser.add_argument("--port-wait", type=float, default=300.0, metavar="SECONDS",
-                        help="when another local Spark Connect server holds port 15002, wait "
-                        "this long for it to finish (default: 300; 0: do not check)")
+    add_wait_argument(parser)
     if summary:
         parser.add_argument("--no-summary", action="store_true",
                             help="do not read the metrics tables after the run")
         parser.add_argument("--sample", type=int, default=DEFAULT_SAMPLE, metavar="N",
                             help="quarantined records read per dataset "
                             f"(default: {DEFAULT_SAMPLE})")
+
+
+def add_wait_argument(parser: argparse.ArgumentParser) -> None:
+    """``--wait SECONDS`` (old name ``--port-wait``): how long to wait for another run of
+    the same project."""
+    parser.add_argument("--wait", "--port-wait", dest="wait", type=float, default=300.0,
+                        metavar="SECONDS",
+                        help="when another sdp-expect command of the same project is using its "
+                        "catalog, wait this long for it to finish (default: 300; 0: do not "
+                        "wait). Runs of other projects never wait")
 
 
 def _add_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], *,
@@ -164,15 +194,24 @@ def exit_status(outcome: Outcome) -> int:
     return EXIT_OK
 
 
-def summarize_run(project: Project, outcome: Outcome, sample: int) -> QualityReport:
+def summarize_run(project: Project, outcome: Outcome, sample: int, *,
+                  token: Optional[str] = None) -> QualityReport:
     """Read the tables after a run and combine them with what the run said.
+
+    The tables are read through the server the run went to: the project's (with its
+    ``token``, while it is still up), or the user's ``--remote``.
 
     :raises ReadError: when the tables cannot be read.
     """
     invocation = outcome.invocation
-    reading = read_tables(project.folder, invocation.confs if invocation.local else {},
-                          catalog=project.catalog, database=project.database,
-                          remote=None if invocation.local else invocation.remote, sample=sample)
+    if invocation.server_url and token is not None:
+        reading = read_through_server(invocation.server_url, token, catalog=project.catalog,
+                                      database=project.database, sample=sample)
+    else:
+        remote = None if invocation.local else invocation.remote
+        reading = read_tables(project.folder, {} if remote else invocation.confs,
+                              catalog=project.catalog, database=project.database,
+                              remote=remote, sample=sample)
     events = outcome.events
     return build_report(reading, flows=events.flows, violations=events.violations,
                         run_status=events.run_state or ("COMPLETED" if outcome.returncode == 0
@@ -217,35 +256,43 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
     progress = None if mode == "none" else Progress(
         events_out, mode, color=color, write=write_text,
         waiting="checking the pipeline's definitions" if dry else "no flow reported yet")
-    try:
-        with open(log_path, "w", encoding="utf-8", errors="replace") as log:
-            outcome = run_pipeline(invocation, events_out, color=color, write=write_text,
-                                   port_wait=args.port_wait, verbose=verbose, log=log,
-                                   definitions=definitions, progress=progress)
-    finally:
-        if progress is not None:  # before anything else is written: no line after it
-            progress.close()
-    if verbose and outcome.rule_errors:
-        write_text(events_out, "".join(paint(rule.error().render(), "bold red", color) + "\n"
-                                       for rule in outcome.rule_errors))
-    status = exit_status(outcome)
-    if outcome.rule_errors:
-        status = status or EXIT_PROBLEMS
     report: Optional[QualityReport] = None
-    started = bool(outcome.events.flows or outcome.events.violations)
-    if not dry and not args.no_summary and started:
-        catalog = invocation.confs.get("spark.sql.catalogImplementation", "hive")
-        if invocation.local and catalog != "hive":
-            write_text(sys.stderr, "sdp-expect run: no summary: with the catalog "
-                       f"{catalog!r} the tables do not outlive the run\n")
-        else:
-            try:
-                report = summarize_run(project, outcome, args.sample)
-                save_history(project.folder, report)
-            except ReadError as error:
-                write_text(sys.stderr, f"sdp-expect run: cannot read the metrics tables: "
-                           f"{error}\n")
-                status = status or EXIT_PROBLEMS
+    with open(log_path, "w", encoding="utf-8", errors="replace") as log, \
+            interrupted_by_signals():
+        try:
+            with _spark_for(project, invocation, args, action, log, color) as server:
+                if server is not None:
+                    invocation = invocation.through(server.record.url, server.record.token)
+                    if not dry and not args.no_summary:
+                        prepare_reading()
+                started = _now()
+                try:
+                    outcome = run_pipeline(invocation, events_out, color=color,
+                                           write=write_text, verbose=verbose, log=log,
+                                           definitions=definitions, progress=progress)
+                finally:
+                    if progress is not None:  # before anything else is written
+                        progress.close()
+                finished = _now()
+                if verbose and outcome.rule_errors:
+                    write_text(events_out, "".join(
+                        paint(rule.error().render(), "bold red", color) + "\n"
+                        for rule in outcome.rule_errors))
+                status = exit_status(outcome)
+                if outcome.rule_errors:
+                    status = status or EXIT_PROBLEMS
+                ran = bool(outcome.events.flows or outcome.events.violations)
+                if not dry and not args.no_summary and ran:
+                    try:  # while the server is up: the tables are read through it
+                        report = summarize_run(project, outcome, args.sample,
+                                               token=server.record.token if server else None)
+                        save_history(project.folder, report)
+                    except ReadError as error:
+                        write_text(sys.stderr, f"sdp-expect run: cannot read the metrics "
+                                   f"tables: {error}\n")
+                        status = status or EXIT_PROBLEMS
+        except ServerProblem as problem:
+            return _no_server(action, project, problem, log_path, as_json)
     if as_json:
         document: dict[str, Any] = {"command": action, "spec": str(project.spec),
                                     "exit_code": status,
@@ -253,6 +300,8 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
                                     or ("COMPLETED" if outcome.returncode == 0 else "FAILED"),
                                     "flows": dict(outcome.events.flows),
                                     "log": str(log_path),
+                                    "server": server.as_dict() if server else None,
+                                    "started_at": started, "finished_at": finished,
                                     "rule_errors": [r.as_dict() for r in outcome.rule_errors],
                                     "definition_errors": Definitions.read(definitions).errors}
         if report is not None:
@@ -272,6 +321,40 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
     write_text(sys.stdout, paint(f"full log: {_shown_path(log_path)}\n", "dim", color))
     write_text(sys.stdout, _final_line(action, outcome, status, color))
     return status
+
+
+def _now() -> str:
+    return datetime.datetime.now().astimezone().isoformat(timespec="milliseconds")
+
+
+@contextlib.contextmanager
+def _spark_for(project: Project, invocation: Invocation, args: argparse.Namespace,
+               action: str, log: TextIO, color: bool) -> Iterator[Optional[ServerUse]]:
+    """The project's server for a local run (see :func:`server_for_run`); None for a run on
+    the user's ``--remote``."""
+    if not invocation.local:
+        yield None
+        return
+    out = sys.stderr if args.format == "json" else sys.stdout
+    with server_for_run(project, invocation, wait=args.wait, log=log, command=action,
+                        say=lambda text: write_text(out, paint(text, "dim", color))) as server:
+        yield server
+
+
+def _no_server(action: str, project: Project, problem: ServerProblem, log_path: Path,
+               as_json: bool) -> int:
+    """The run did not start: the project's server could not be had (its code and fix)."""
+    if as_json:
+        write_text(sys.stdout, json.dumps({
+            "command": action, "spec": str(project.spec), "exit_code": EXIT_PROBLEMS,
+            "status": "NOT_STARTED", "flows": {}, "log": str(log_path), "rule_errors": [],
+            "definition_errors": [], "server_errors": [problem.as_dict()]},
+            indent=2, ensure_ascii=False) + "\n")
+    else:
+        write_text(sys.stderr, problem.render())
+        write_text(sys.stderr, f"sdp-expect {action}: not started; full log: "
+                   f"{_shown_path(log_path)}\n")
+    return EXIT_PROBLEMS
 
 
 def _refuse_layout(action: str, project: Project, problems: list[SdpExpectError],

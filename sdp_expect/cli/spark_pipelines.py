@@ -20,10 +20,12 @@ key; see :func:`default_confs`):
 - the project folder on ``PYTHONPATH``, as on Databricks: pipeline files can
   import the project's own modules.
 
-The defaults, and the user's ``--conf spark.*`` settings too, reach Spark as
-Java system properties (``SPARK_SUBMIT_OPTS``): ``spark-pipelines`` passes
-``--conf`` settings to its local server in groups of ten and pyspark (4.1,
-4.2) keeps only the last group, so with many settings some are silently lost.
+A local run does not let ``spark-pipelines`` start its own server (pyspark
+binds that one to port 15002, so two runs on one machine could not run at the
+same time): :mod:`sdp_expect.cli.local_server` starts a Spark Connect server of
+the project's own on a free port, with these defaults and the user's
+``spark-submit`` options (:func:`split_options`), and the run is
+``spark-pipelines --remote`` to it (:meth:`Invocation.through`).
 
 Flows with fail rules are already not retried (sdp-expect sets
 ``spark.sql.pipelines.maxFlowRetryAttempts=0`` on them).
@@ -31,16 +33,15 @@ Flows with fail rules are already not retried (sdp-expect sets
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import threading
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Callable, Mapping, Optional, Sequence, TextIO
 
@@ -52,7 +53,9 @@ from sdp_expect.report.text import paint
 from sdp_expect.violation import Violation
 
 __all__ = [
-    "LOCAL_CONNECT_PORT",
+    "SERVER_OPTIONS",
+    "SHARED_OPTIONS",
+    "TOKEN_VARIABLE",
     "EventLog",
     "Invocation",
     "Outcome",
@@ -63,14 +66,13 @@ __all__ = [
     "remote_of",
     "run_pipeline",
     "spark_pipelines_command",
+    "split_options",
     "user_confs",
-    "wait_for_port",
 ]
 
-LOCAL_CONNECT_PORT = 15002
-"""The port of the local Spark Connect server that ``spark-pipelines`` starts."""
-CHILD_STATE_VARIABLES = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE",
-                         "SPARK_CONNECT_AUTHENTICATE_TOKEN")
+TOKEN_VARIABLE = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+"""Where a Spark Connect client, and server, read the token that authenticates the client."""
+CHILD_STATE_VARIABLES = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE", TOKEN_VARIABLE)
 """Variables a Spark Connect client sets in its own process; a new run must not inherit them."""
 
 
@@ -114,12 +116,53 @@ def is_local(remote: Optional[str]) -> bool:
     return remote is None or not remote.startswith("sc://")
 
 
-def _java_option(key: str, value: str) -> str:
-    """``-Dkey=value``, quoted as Spark's launcher reads options (``SPARK_SUBMIT_OPTS``)."""
-    option = f"-D{key}={value}"
-    if any(c.isspace() or c in "\"'\\" for c in option):
-        return '"' + option.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return option
+SERVER_OPTIONS = frozenset({
+    "--master", "--deploy-mode", "--driver-memory", "--driver-cores", "--driver-java-options",
+    "--driver-class-path", "--driver-library-path", "--executor-memory", "--executor-cores",
+    "--total-executor-cores", "--num-executors", "--jars", "--packages", "--exclude-packages",
+    "--repositories", "--files", "--archives", "--properties-file", "--queue", "--principal",
+    "--keytab", "--proxy-user",
+})
+"""``spark-submit`` options (each with a value) that set up the Spark server, not the run:
+for a local run they go to the project's server instead of ``spark-pipelines``."""
+SHARED_OPTIONS = frozenset({"--conf", "-c", "--py-files"})
+"""Options that both the server and ``spark-pipelines`` get: Spark settings (the server
+starts with them, the run's session sets the runtime ones again) and Python files (the
+pipeline's files import them; the server's Python workers too)."""
+
+
+def split_options(args: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The user's options of a local run, split: (the server's, ``spark-pipelines``').
+
+    Options in :data:`SERVER_OPTIONS` go to the server, those in :data:`SHARED_OPTIONS`
+    to both, everything else (``--full-refresh``, ``--refresh``, ...) to
+    ``spark-pipelines``; each keeps its value (``--opt VALUE`` or ``--opt=VALUE``) and
+    its order. A ``--remote`` that is not ``sc://`` (``--remote local``) is left out:
+    the project's server is the run's.
+    """
+    server: list[str] = []
+    run: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        name, equals, _ = arg.partition("=")
+        known = name in SERVER_OPTIONS or name in SHARED_OPTIONS or name == "--remote"
+        if known and not equals and index + 1 < len(args):
+            option = [arg, args[index + 1]]
+            index += 2
+        else:
+            option = [arg]
+            index += 1
+        if not known:
+            run += option
+        elif name == "--remote":
+            continue
+        else:
+            if name in SERVER_OPTIONS or name in SHARED_OPTIONS:
+                server += option
+            if name in SHARED_OPTIONS:
+                run += option
+    return server, run
 
 
 def default_confs(folder: Path) -> dict[str, str]:
@@ -163,17 +206,52 @@ class Invocation:
     :param confs: The Spark settings in force: defaults, then the user's ``--conf``.
     :param remote: The user's ``--remote``, if any.
     :param env: The environment it runs in.
+    :param server_options: A local run's options for the project's server (see
+        :func:`split_options`), as given; they are not in ``command``.
+    :param defaults: The defaults among ``confs`` (a local run's: those the user did
+        not set), which the project's server starts with.
+    :param server_url: The project's server that the run goes to, once there is one
+        (:meth:`through`).
+    :param client: For a local run, the command of pyspark's pipelines program run
+        directly (:mod:`sdp_expect.cli.pipelines_client`), when nothing needs
+        ``spark-pipelines``' launcher; empty otherwise.
     """
 
     command: list[str]
     confs: dict[str, str]
     remote: Optional[str]
     env: dict[str, str]
+    server_options: list[str] = field(default_factory=list)
+    defaults: dict[str, str] = field(default_factory=dict)
+    server_url: Optional[str] = None
+    client: list[str] = field(default_factory=list)
 
     @property
     def local(self) -> bool:
-        """Whether it starts its own local Spark."""
+        """Whether it runs on a local Spark of the project's (no ``--remote sc://...``)."""
         return is_local(self.remote)
+
+    def through(self, url: str, token: str) -> Invocation:
+        """The same run on the project's server at ``url``, with its token.
+
+        The token travels in the environment (``SPARK_CONNECT_AUTHENTICATE_TOKEN``), where
+        the Spark Connect client reads it, not on the command line. The command is
+        :attr:`client` when there is one (with the environment ``spark-submit`` would
+        give it: the server's URL, the user's ``--conf`` settings), else
+        ``spark-pipelines ... --remote URL``.
+        """
+        env = {**self.env, TOKEN_VARIABLE: token}
+        if not self.client:
+            return replace(self, command=[*self.command, "--remote", url], env=env,
+                           server_url=url)
+        given = {key: value for key, value in self.confs.items() if key not in self.defaults}
+        # What spark-submit hands the Python program of spark-pipelines --remote; the
+        # settings in one group, so that none is lost (pyspark reads only the last one).
+        env["SPARK_REMOTE"] = url
+        env["PYSPARK_REMOTE_INIT_CONF_LEN"] = "1"
+        env["PYSPARK_REMOTE_INIT_CONF_0"] = json.dumps(
+            {**given, "spark.remote": url, "spark.api.mode": "connect"})
+        return replace(self, command=list(self.client), env=env, server_url=url)
 
 
 def build_command(action: str, project: Project, passthrough: Sequence[str], *,
@@ -181,8 +259,11 @@ def build_command(action: str, project: Project, passthrough: Sequence[str], *,
                   environ: Optional[Mapping[str, str]] = None) -> Invocation:
     """The ``spark-pipelines`` command for ``action`` (``run`` or ``dry-run``).
 
-    Defaults come first and only for keys the user did not set; the user's
-    options follow unchanged, so they win.
+    Defaults are only for keys the user did not set; the user's options follow
+    unchanged, so they win. For a local run, the options that set up Spark itself
+    (``--master``, ``--driver-memory``, ``--packages``, ...) are kept apart in
+    ``server_options`` for the project's server, and the command has no ``--remote``
+    yet (:meth:`Invocation.through` adds it).
 
     :param action: ``run`` or ``dry-run``.
     :param project: The project.
@@ -192,30 +273,55 @@ def build_command(action: str, project: Project, passthrough: Sequence[str], *,
     """
     given = user_confs(passthrough)
     remote = remote_of(passthrough)
-    defaults = default_confs(project.folder) if is_local(remote) else {}
+    local = is_local(remote)
+    defaults = default_confs(project.folder) if local else {}
     added = {key: value for key, value in defaults.items() if key not in given}
-    command = [executable or spark_pipelines_command(), action, "--spec", str(project.spec),
-               *passthrough]
-    env = dict(os.environ if environ is None else environ)
+    server_options, run_options = split_options(passthrough) if local else ([], [*passthrough])
+    base = os.environ if environ is None else environ
+    chosen = executable or base.get("SDP_EXPECT_SPARK_PIPELINES")
+    command = [chosen or spark_pipelines_command(), action, "--spec", str(project.spec),
+               *run_options]
+    env = dict(base)
     env["PYTHONUNBUFFERED"] = "1"  # events as they come, not when a buffer fills
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     # As on Databricks, the project folder is on the Python path: pipeline files can
     # import the project's own modules (`from utilities import helpers`).
     env["PYTHONPATH"] = os.pathsep.join(
         part for part in (str(project.folder), env.get("PYTHONPATH", "")) if part)
-    if is_local(remote):
+    client: list[str] = []
+    if local:
         for key in CHILD_STATE_VARIABLES:
             env.pop(key, None)
-        # The settings travel as Java system properties of every Spark JVM the run
-        # starts: spark-pipelines hands --conf settings to its local server in groups
-        # of ten and pyspark keeps only the last group (4.1, 4.2), so a --conf can be
-        # lost. The user's --conf are also passed on as given; the user's own
-        # SPARK_SUBMIT_OPTS come last and win.
-        spark_keys = {k: v for k, v in given.items() if k.startswith("spark.")}
-        options = [_java_option(key, value) for key, value in {**added, **spark_keys}.items()]
-        options.append(_java_option("derby.system.home", str(project.folder.resolve())))
-        env["SPARK_SUBMIT_OPTS"] = " ".join([*options, env.get("SPARK_SUBMIT_OPTS", "")]).strip()
-    return Invocation(command=command, confs={**added, **given}, remote=remote, env=env)
+        pipeline_options = _pipeline_options(run_options)
+        if chosen is None and pipeline_options is not None:
+            python = env.get("PYSPARK_DRIVER_PYTHON") or env["PYSPARK_PYTHON"]
+            client = [python, "-m", "sdp_expect.cli.pipelines_client", action, "--spec",
+                      str(project.spec), *pipeline_options]
+    return Invocation(command=command, confs={**added, **given}, remote=remote, env=env,
+                      server_options=server_options, defaults=added, client=client)
+
+
+PIPELINE_OPTIONS = {"--full-refresh": True, "--full-refresh-all": False, "--refresh": True}
+"""The options of ``spark-pipelines run`` itself (True: it takes a value)."""
+
+
+def _pipeline_options(run_options: Sequence[str]) -> Optional[list[str]]:
+    """``run_options`` without the ``--conf`` settings (the server has them), when the
+    rest are options of pyspark's pipelines program alone; None when anything else
+    (``--py-files``, an option ``spark-submit`` reads) needs ``spark-pipelines``."""
+    kept: list[str] = []
+    index = 0
+    while index < len(run_options):
+        arg = run_options[index]
+        name, equals, _ = arg.partition("=")
+        takes_value = name in ("--conf", "-c") or PIPELINE_OPTIONS.get(name, False)
+        if name not in PIPELINE_OPTIONS and name not in ("--conf", "-c"):
+            return None
+        width = 2 if takes_value and not equals else 1
+        if name not in ("--conf", "-c"):
+            kept += run_options[index:index + width]
+        index += width
+    return kept
 
 
 # --------------------------------------------------------------------------- the events
@@ -238,16 +344,9 @@ class EventLog:
     """Each flow's last state, by the flow's name as printed."""
     run_state: Optional[str] = None
     """The run's last state (``COMPLETED``, ``FAILED``, ``CANCELED``)."""
-    port_taken: bool = False
-    """Whether the local Spark Connect server could not bind its port."""
     violations: list[Violation] = field(default_factory=list)
     """Every expectation violation reported, once each (Spark repeats the message in
     several events and in the final exception)."""
-
-    def feed_log(self, line: str) -> None:
-        """Note what one line of the JVM's log (``spark-pipelines``' stderr) says."""
-        if "Failed to bind" in line and f":{LOCAL_CONNECT_PORT}" in line:
-            self.port_taken = True
 
     def feed(self, line: str) -> None:
         """Note what one output line (an event, Python's output) says."""
@@ -259,7 +358,6 @@ class EventLog:
             # was started again (a retry: QUEUED, STARTING, RUNNING...).
             if not (state == "COMPLETED" and self.flows.get(name) == "FAILED"):
                 self.flows[name] = state
-        self.feed_log(line)
         run = _RUN_EVENT.match(line)
         if run is not None:
             self.run_state = run.group("state")
@@ -303,43 +401,17 @@ class Outcome:
     """Constraints Spark could not analyse (SDPX-DEF-111), from the check views."""
 
 
-def _port_busy(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
-
-
-def wait_for_port(port: int, wait: float, say: Callable[[str], None]) -> bool:
-    """Wait until nothing listens on ``port`` (up to ``wait`` seconds); True when free.
-
-    ``wait`` 0 (or less) does not look at the port at all: True.
-    """
-    if wait <= 0 or not _port_busy(port):
-        return True
-    say(f"sdp-expect: another local Spark Connect server is listening on port {port} "
-        f"(another spark-pipelines run?); waiting up to {wait:.0f} s for it to finish\n")
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        time.sleep(2)
-        if not _port_busy(port):
-            return True
-    return False
-
-
 def run_pipeline(invocation: Invocation, out: TextIO, *, color: bool,
-                 write: Callable[[TextIO, str], None], port_wait: float = 300.0,
-                 verbose: bool = True, log: Optional[TextIO] = None,
-                 definitions: Optional[Path] = None,
+                 write: Callable[[TextIO, str], None], verbose: bool = True,
+                 log: Optional[TextIO] = None, definitions: Optional[Path] = None,
                  progress: Optional[Progress] = None) -> Outcome:
     """Run ``spark-pipelines``; copy its events (all its output with ``verbose``) to ``out``.
 
-    :param invocation: From :func:`build_command`.
+    :param invocation: From :func:`build_command` (for a local run, through the
+        project's server: :meth:`Invocation.through`).
     :param out: Where the output goes, line by line as it comes.
     :param color: Colour failures, violations and the final state.
     :param write: Writes text to a stream (handles encodings).
-    :param port_wait: Seconds to wait when another local Spark Connect server holds the port.
     :param verbose: Copy every line; otherwise only what :class:`ChildOutput` shows.
     :param log: Where every line goes too (the log file).
     :param definitions: The definitions file the child writes (its variable is set
@@ -347,25 +419,8 @@ def run_pipeline(invocation: Invocation, out: TextIO, *, color: bool,
     :param progress: Shows the flows' progress; the output then goes through it (its
         caller closes it).
     """
-    attempts = 3
-    for attempt in range(1, attempts + 1):
-        if invocation.local and not wait_for_port(LOCAL_CONNECT_PORT, port_wait,
-                                                  lambda text: write(sys.stderr, text)):
-            write(sys.stderr, f"sdp-expect: port {LOCAL_CONNECT_PORT} is still in use; "
-                              "stop the other Spark Connect server and run again\n")
-            return Outcome(returncode=1, events=EventLog(), invocation=invocation)
-        outcome = _run_once(invocation, out, color=color, write=write, verbose=verbose,
-                            log=log, definitions=definitions, progress=progress)
-        events = outcome.events
-        # Another local server took the port between the check and the start: the
-        # pipeline never ran, so running it again is safe.
-        if not (invocation.local and events.port_taken and not events.flows) \
-                or attempt == attempts:
-            return outcome
-        write(sys.stderr, f"sdp-expect: port {LOCAL_CONNECT_PORT} was taken by another Spark "
-                          f"Connect server as this run started; starting again "
-                          f"({attempt + 1}/{attempts})\n")
-    raise AssertionError("unreachable")
+    return _run_once(invocation, out, color=color, write=write, verbose=verbose, log=log,
+                     definitions=definitions, progress=progress)
 
 
 STARTUP_LINES = 20
@@ -397,7 +452,7 @@ def _run_once(invocation: Invocation, out: TextIO, *, color: bool,
     """
     events = EventLog()
     if definitions is not None and definitions.exists():
-        definitions.unlink()  # a new attempt defines the pipeline again
+        definitions.unlink()  # a previous run's: this run defines the pipeline again
     shown = ChildOutput(definitions)
     process = subprocess.Popen(invocation.command, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, env=invocation.env)
@@ -428,7 +483,6 @@ def _run_once(invocation: Invocation, out: TextIO, *, color: bool,
             if log is not None:
                 log.write(line)
             if name == "log":
-                events.feed_log(line)
                 jvm_tail = [*jvm_tail[-(STARTUP_LINES - 1):], line]
                 if verbose:
                     emit([line])

@@ -75,13 +75,13 @@ def _command() -> list[str]:
 
 
 def dry_run(dst: Path, line_maps: dict[str, list[tuple[str, int]]], *,
-            timeout: float = 900, port_wait: Optional[float] = None) -> CheckResult:
+            timeout: float = 900, wait: Optional[float] = None) -> CheckResult:
     """Run ``sdp-expect dry-run`` in ``dst`` and map its errors to the source.
 
     :param dst: The migrated project.
     :param line_maps: DST file -> per line, the SRC ``(file, line)``.
     :param timeout: Seconds before the dry-run is given up.
-    :param port_wait: ``--port-wait`` for the dry-run (default: its own).
+    :param wait: ``--wait`` for the dry-run (default: its own).
     """
     env = dict(os.environ)
     for key in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE"):
@@ -91,8 +91,8 @@ def dry_run(dst: Path, line_maps: dict[str, list[tuple[str, int]]], *,
     # output (on stderr; stdout holds the JSON document); no progress line in it
     command = [*_command(), "dry-run", "--spec", str(dst), "--color", "never", "--verbose",
                "--progress", "none", "--format", "json"]
-    if port_wait is not None:
-        command += ["--port-wait", str(int(port_wait))]
+    if wait is not None:
+        command += ["--wait", str(int(wait))]
     try:
         done = subprocess.run(command, cwd=dst, env=env, capture_output=True, text=True,
                               timeout=timeout, check=False)

@@ -1,10 +1,12 @@
 """Reading a project's data-quality tables, and the history ``sdp-expect run`` keeps.
 
-Reading happens in a separate Python process (``python -m sdp_expect.report.reader``)
-with a plain local Spark session on the project's catalog: the embedded Derby
-metastore admits one process at a time, and the reader must not inherit the
-state of a Spark Connect client. :func:`read_tables` starts that process and
-returns what it found; nothing else here needs Spark.
+Reading a local catalog happens in a separate Python process (``python -m
+sdp_expect.report.reader``) with a plain local Spark session on the project's
+catalog: the embedded Derby metastore admits one process at a time, and the
+reader must not inherit the state of a Spark Connect client. :func:`read_tables`
+starts that process and returns what it found. Through the project's own Spark
+Connect server (which holds the catalog while it is up),
+:func:`read_through_server` reads in this process; nothing else here needs Spark.
 
 ``sdp-expect run`` also keeps, in ``<project>/.sdp-expect/dq-history.json``, the
 summary of each dataset's last successful update: a materialized view is empty
@@ -17,12 +19,14 @@ from __future__ import annotations
 import argparse
 import datetime
 import decimal
+import importlib
 import json
 import math
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
@@ -40,7 +44,8 @@ from sdp_expect.report.model import (
     TableReading,
 )
 
-__all__ = ["HISTORY_FILE", "load_history", "read_tables", "reader_environment", "save_history"]
+__all__ = ["HISTORY_FILE", "load_history", "prepare_reading", "read_tables",
+           "read_through_server", "reader_environment", "save_history"]
 
 HISTORY_FILE = os.path.join(".sdp-expect", "dq-history.json")
 """Where ``sdp-expect run`` keeps each dataset's last successful summary (in the project)."""
@@ -144,41 +149,85 @@ def _read_in_this_process(options: argparse.Namespace) -> dict[str, Any]:
     spark = builder.getOrCreate()
     if not options.remote:
         spark.sparkContext.setLogLevel("ERROR")
-    notes: list[str] = []
     try:
-        if options.catalog:
-            spark.catalog.setCurrentCatalog(options.catalog)
-        if options.database:
-            spark.catalog.setCurrentDatabase(options.database)
-        catalog = spark.catalog.currentCatalog()
-        database = spark.catalog.currentDatabase()
-        tables = {t.name: (t.description or "") for t in spark.catalog.listTables()
-                  if not t.isTemporary}
-        metrics = []
-        for name in sorted(t for t in tables if t.endswith(METRICS_SUFFIX)):
-            frame = spark.table(f"{_quoted(database)}.{_quoted(name)}")
-            if not set(METRICS_COLUMNS) <= set(frame.columns):
-                continue
-            rows = [_json_ready(row.asDict(recursive=True))
-                    for row in frame.select(*METRICS_COLUMNS).collect()]
-            metrics.append({"table": name, "comment": tables[name], "rows": rows})
-        quarantines = []
-        for name, comment in sorted(tables.items()):
-            match = QUARANTINE_COMMENT.match(comment)
-            if match is None and not name.endswith(names.QUARANTINE_SUFFIX):
-                continue
-            frame = spark.table(f"{_quoted(database)}.{_quoted(name)}")
-            if FAILED_EXPECTATIONS not in frame.columns:
-                continue
-            dataset = match.group("dataset") if match else name[: -len(names.QUARANTINE_SUFFIX)]
-            sample = [_json_ready(row.asDict(recursive=True))
-                      for row in frame.limit(options.sample).collect()]
-            quarantines.append({"table": name, "dataset": dataset, "records": frame.count(),
-                                "columns": list(frame.columns), "sample": sample})
-        return {"catalog": catalog, "database": database, "metrics": metrics,
-                "quarantines": quarantines, "notes": notes}
+        return _collect(spark, catalog=options.catalog, database=options.database,
+                        sample=options.sample)
     finally:
         spark.stop()
+
+
+def prepare_reading() -> None:
+    """Import what :func:`read_through_server` needs (pyspark's Spark Connect client), in a
+    thread of its own: called before a run, the reading after it starts at once."""
+    threading.Thread(target=importlib.import_module, args=("pyspark.sql.connect.session",),
+                     name="sdp-expect: import the reader", daemon=True).start()
+
+
+def read_through_server(url: str, token: str, *, catalog: Optional[str],
+                        database: Optional[str], sample: int = DEFAULT_SAMPLE) -> TableReading:
+    """Read the metrics and quarantine tables through a project's own Spark Connect server
+    (``sdp-expect run``'s, or the one ``sdp-expect serve`` keeps), in this process.
+
+    A Spark Connect client runs no Spark of its own and holds no catalog, so nothing
+    needs a process apart (as :func:`read_tables` does for a local catalog), and a
+    Python with pyspark does not have to start again.
+
+    :param url: The server (``sc://localhost:PORT``).
+    :param token: Its token.
+    :param catalog: The spec's catalog; ``None`` for the session's current one.
+    :param database: The spec's database; ``None`` for the session's current one.
+    :param sample: Quarantined records to read per dataset.
+    :raises ReadError: when the server cannot be reached or a table cannot be read.
+    """
+    from pyspark.sql.connect.session import SparkSession
+
+    try:
+        spark = SparkSession.builder.remote(f"{url}/;token={token}").create()
+        try:
+            return TableReading.from_json(_collect(spark, catalog=catalog, database=database,
+                                                   sample=sample))
+        finally:
+            spark.stop()
+    except Exception as error:  # Spark's errors, as the reader process reports them
+        first = str(error).strip().splitlines()[:1] or [type(error).__name__]
+        raise ReadError(f"reading through {url} failed: {first[0]}") from error
+
+
+def _collect(spark: Any, *, catalog: Optional[str], database: Optional[str],
+             sample: int) -> dict[str, Any]:
+    """What a summary needs from the catalog, as JSON values."""
+    notes: list[str] = []
+    if catalog:
+        spark.catalog.setCurrentCatalog(catalog)
+    if database:
+        spark.catalog.setCurrentDatabase(database)
+    catalog = spark.catalog.currentCatalog()
+    database = spark.catalog.currentDatabase()
+    tables = {t.name: (t.description or "") for t in spark.catalog.listTables()
+              if not t.isTemporary}
+    metrics = []
+    for name in sorted(t for t in tables if t.endswith(METRICS_SUFFIX)):
+        frame = spark.table(f"{_quoted(database)}.{_quoted(name)}")
+        if not set(METRICS_COLUMNS) <= set(frame.columns):
+            continue
+        rows = [_json_ready(row.asDict(recursive=True))
+                for row in frame.select(*METRICS_COLUMNS).collect()]
+        metrics.append({"table": name, "comment": tables[name], "rows": rows})
+    quarantines = []
+    for name, comment in sorted(tables.items()):
+        match = QUARANTINE_COMMENT.match(comment)
+        if match is None and not name.endswith(names.QUARANTINE_SUFFIX):
+            continue
+        frame = spark.table(f"{_quoted(database)}.{_quoted(name)}")
+        if FAILED_EXPECTATIONS not in frame.columns:
+            continue
+        dataset = match.group("dataset") if match else name[: -len(names.QUARANTINE_SUFFIX)]
+        rows = [_json_ready(row.asDict(recursive=True))
+                for row in frame.limit(sample).collect()]
+        quarantines.append({"table": name, "dataset": dataset, "records": frame.count(),
+                            "columns": list(frame.columns), "sample": rows})
+    return {"catalog": catalog, "database": database, "metrics": metrics,
+            "quarantines": quarantines, "notes": notes}
 
 
 def _reader_main(argv: Optional[Sequence[str]] = None) -> int:
