@@ -13,16 +13,20 @@ The meaning of a rule, in one place:
   NULL are violations (``coalesce(constraint, false)``), unless the pipeline
   sets ``sdp_expect.null_result = pass`` (``coalesce(constraint, true)``);
 * a record is *kept* when it passes every drop expectation;
-* a record that violates a fail expectation raises
+* a record that violates a fail expectation without tolerance raises
   ``[EXPECTATION_VIOLATION] ...``; the check and the drop filter are one
   ``CASE`` expression that references every column of the record, so the
   optimizer cannot push the drop filter (or an inferred ``isnotnull``, a
-  parquet filter or partition pruning) below the fail check.
+  parquet filter or partition pruning) below the fail check;
+* a fail or drop rule with a tolerance (``max_failed``) fails the flow with
+  ``[EXPECTATION_TOLERANCE_EXCEEDED] ...`` when its violations over all the
+  records the query produces exceed it: a one-row aggregate over the same query,
+  cross-joined to its records, checks it before any is written (docs/thresholds.md).
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 from sdp_expect import violation
 from sdp_expect.model import Action, DatasetKind, DatasetRules, Expectation
@@ -50,6 +54,13 @@ __all__ = [
     "batch_log_comment",
     "sql_string",
 ]
+
+
+GUARD_RECORDS = "_sdpx_q"
+"""The alias of the records in a tolerance guard's cross join."""
+
+GUARD_ROW = "_sdpx_g"
+"""The alias of the guard's one row (column ``_sdpx_ok``) in the same join."""
 
 
 def _balanced(terms: list[str], operator: str, empty: str) -> str:
@@ -115,12 +126,16 @@ class RuleLogic:
         """TRUE when the record passes every drop rule."""
         return _all([self.passes(e) for e in self.rules.of(Action.DROP)])
 
+    def _stopping(self) -> list[Expectation]:
+        """The fail rules without tolerance: a violating record stops the flow."""
+        return [e for e in self.rules.expectations if e.stops_at_first]
+
     def violation_error(self) -> str:
         """``raise_error`` with the ``[EXPECTATION_VIOLATION]`` message for this record.
 
         The message's format and its parser live together in :mod:`sdp_expect.violation`.
         """
-        checks = [(self.violates(e), e.name) for e in self.rules.of(Action.FAIL)]
+        checks = [(self.violates(e), e.name) for e in self._stopping()]
         return f"raise_error({violation.message_sql(self.rules.dataset, checks)})"
 
     def guarded(self, value: str) -> str:
@@ -129,7 +144,7 @@ class RuleLogic:
         Evaluating the fail check and ``value`` in one CASE is what keeps the
         optimizer from filtering a record out before the check sees it.
         """
-        fail_rules = self.rules.of(Action.FAIL)
+        fail_rules = self._stopping()
         if not fail_rules:
             return value
         violated = _any([self.violates(e) for e in fail_rules])
@@ -145,12 +160,13 @@ class RuleLogic:
 
     # -- what each dataset keeps (SQL text) ---------------------------------------------
     def has_fail_rules(self) -> bool:
-        """True when a violation fails the flow."""
-        return bool(self.rules.of(Action.FAIL))
+        """True when violations can fail the flow: a fail rule, or a drop rule with a
+        tolerance (the flow is then not retried)."""
+        return bool(self.rules.of(Action.FAIL)) or bool(self._tolerance_guarded())
 
     def target_condition(self) -> Optional[str]:
         """The target's filter, or None when every record is written unchecked."""
-        if not self.rules.of(Action.DROP) and not self.has_fail_rules():
+        if not self.rules.of(Action.DROP) and not self._stopping():
             return None
         return self.guarded(self.kept())
 
@@ -165,14 +181,71 @@ class RuleLogic:
     def metrics_condition(self) -> Optional[str]:
         """The filter of the records a materialized view's metrics count: None, or
         the fail check (a violated fail rule raises)."""
-        return self.guarded("true") if self.has_fail_rules() else None
+        return self.guarded("true") if self._stopping() else None
 
     def _logged(self) -> list[tuple[int, Expectation]]:
-        """The rules a batch log counts and ``_failed_expectations`` names (warn and drop:
-        a violated fail rule stops the flow), with their position among the dataset's
-        expectations."""
+        """The rules a batch log counts and ``_failed_expectations`` names (warn and drop,
+        and fail with a tolerance: a violated fail rule without one stops the flow), with
+        their position among the dataset's expectations."""
         return [(i, e) for i, e in enumerate(self.rules.expectations)
-                if e.action is not Action.FAIL]
+                if not e.stops_at_first]
+
+    # -- tolerances (docs/thresholds.md) -------------------------------------------------
+    def _tolerance_guarded(self) -> list[tuple[int, Expectation]]:
+        """The fail and drop rules with a tolerance, with their position: exceeding one
+        fails the flow."""
+        return [(i, e) for i, e in enumerate(self.rules.expectations) if e.guarded]
+
+    def needs_tolerance_guard(self) -> bool:
+        """True when the records may be written only after the tolerance check."""
+        return bool(self._tolerance_guarded())
+
+    def tolerance_counts(self) -> list[str]:
+        """The one-row counts the tolerance check reads: the records checked
+        (``_sdpx_total``) and the violations of each guarded rule (``_sdpx_failed_<i>``)."""
+        return ["count(1) AS _sdpx_total",
+                *(f"count_if({self.violates(e)}) AS _sdpx_failed_{i}"
+                  for i, e in self._tolerance_guarded())]
+
+    def tolerance_check(self, failed: Callable[[int], str], total: str) -> str:
+        """TRUE, or ``raise_error`` with ``[EXPECTATION_TOLERANCE_EXCEEDED]`` naming every
+        guarded rule over its tolerance, from one row of counts: ``failed(i)`` is the SQL
+        of rule ``i``'s violations, ``total`` of the records checked."""
+        checks = []
+        for i, e in self._tolerance_guarded():
+            assert e.max_failed is not None
+            checks.append((e.max_failed.exceeded_sql(failed(i), total), e.name, failed(i),
+                           e.max_failed.text))
+        if not checks:
+            return "true"
+        message = violation.tolerance_message_sql(self.rules.dataset, checks, total)
+        exceeded = _any([condition for condition, _, _, _ in checks])
+        return f"CASE WHEN {exceeded} THEN raise_error({message}) ELSE true END"
+
+    def tolerance_guard_column(self) -> str:
+        """The one column of the guard over :meth:`tolerance_counts`: ``_sdpx_ok``."""
+        check = self.tolerance_check(lambda i: f"_sdpx_failed_{i}", "_sdpx_total")
+        return f"{check} AS _sdpx_ok"
+
+    def counts_condition(self) -> Optional[str]:
+        """The filter of the one-row ``(total, dropped, failed[])`` counts of a
+        materialized view's metrics: the tolerance check (a flow over its tolerance writes
+        no metrics), or None."""
+        if not self.needs_tolerance_guard():
+            return None
+        return self.tolerance_check(lambda i: f"failed[{i}]", "total")
+
+    def tolerance_guarded_select(self, source: str) -> str:
+        """The relation of ``source``'s records, each written only if no guarded rule
+        exceeds its tolerance (a one-row guard cross-joined to them); ``source``
+        itself when there is nothing to guard."""
+        if not self.needs_tolerance_guard():
+            return source
+        return (f"(SELECT {GUARD_RECORDS}.* FROM (SELECT * FROM {source}) AS {GUARD_RECORDS}\n"
+                f"CROSS JOIN (SELECT {self.tolerance_guard_column()}\n"
+                f"FROM (SELECT {', '.join(self.tolerance_counts())}\nFROM {source})"
+                f" AS _sdpx_counts) AS {GUARD_ROW}\n"
+                f"WHERE {GUARD_ROW}._sdpx_ok) AS _sdpx_guarded")
 
     def batch_log_inputs(self) -> list[str]:
         """Per record, what a streaming table's batch log counts: the micro-batch's time
@@ -245,11 +318,14 @@ class RuleLogic:
 
     def counts_from_kept(self) -> list[str]:
         """The one-row counts of the records a materialized view kept (read back from
-        the view itself): how many, and per rule how many violate it. Only warn rules
-        are evaluated: a kept record passed every drop and fail rule when it was checked,
-        so those count 0 here by definition (not by evaluating them a second time)."""
+        the view itself): how many, and per rule how many violate it. Only warn rules and
+        fail rules with a tolerance are evaluated: a kept record passed every drop rule
+        and every fail rule without tolerance when it was checked, so those count 0 here
+        by definition (not by evaluating them a second time)."""
         return ["count(1) AS _sdpx_kept",
-                *(f"count_if({self.violates(e)}) AS _sdpx_kept_{i}" if e.action is Action.WARN
+                *(f"count_if({self.violates(e)}) AS _sdpx_kept_{i}"
+                  if e.action is Action.WARN or (e.action is Action.FAIL
+                                                 and not e.stops_at_first)
                   else f"CAST(0 AS BIGINT) AS _sdpx_kept_{i}"
                   for i, e in enumerate(self.rules.expectations))]
 
@@ -257,7 +333,7 @@ class RuleLogic:
         """The one-row counts of the records a materialized view dropped (its quarantine):
         how many, and per rule how many name it in ``_failed_expectations``."""
         return ["count(1) AS _sdpx_dropped",
-                *(f"{self.count_named(e)} AS _sdpx_dropped_{i}" if e.action is not Action.FAIL
+                *(f"{self.count_named(e)} AS _sdpx_dropped_{i}" if not e.stops_at_first
                   else f"CAST(0 AS BIGINT) AS _sdpx_dropped_{i}"
                   for i, e in enumerate(self.rules.expectations))]
 
@@ -282,10 +358,12 @@ class RuleLogic:
         generated Java code of the plan grow beyond the JVM's 64 KB method limit
         at a few hundred rules (Spark then logs a compile error and falls back).
         """
+        tolerances = self.rules.has_tolerances
         rules = ", ".join(
             f"named_struct('rule_name', {sql_string(e.name)}, "
             f"'rule_action', {sql_string(e.action.value)}, "
-            f"'rule_constraint', {sql_string(e.constraint)})"
+            f"'rule_constraint', {sql_string(e.constraint)}"
+            + (self._tolerance_fields(e) if tolerances else "") + ")"
             for e in self.rules.expectations
         )
         return (
@@ -297,8 +375,30 @@ class RuleLogic:
             "'passed_records', CAST(total AS BIGINT) - CAST(_sdpx_failed AS BIGINT), "
             "'failed_records', CAST(_sdpx_failed AS BIGINT), "
             "'total_records', CAST(total AS BIGINT), "
-            "'dropped_records', CAST(dropped AS BIGINT))))"
+            "'dropped_records', CAST(dropped AS BIGINT)"
+            + (", 'max_failed', _sdpx_rule.rule_max_failed, "
+               "'tolerance_exceeded', CASE WHEN _sdpx_rule.rule_max_failed IS NULL THEN NULL "
+               "WHEN _sdpx_rule.rule_fraction THEN CAST(_sdpx_failed AS DECIMAL(38,0)) * "
+               "_sdpx_rule.rule_denominator > CAST(total AS DECIMAL(38,0)) * "
+               "_sdpx_rule.rule_numerator "
+               "ELSE CAST(_sdpx_failed AS BIGINT) > _sdpx_rule.rule_numerator END"
+               if tolerances else "")
+            + ")))"
         )
+
+    @staticmethod
+    def _tolerance_fields(expectation: Expectation) -> str:
+        """The tolerance of one rule in :meth:`metrics_rows`' constant array: as written,
+        and the numbers of :meth:`~sdp_expect.model.Tolerance.exceeded_sql` (NULL and 0
+        without a tolerance)."""
+        tolerance = expectation.max_failed
+        if tolerance is None:
+            return (", 'rule_max_failed', CAST(NULL AS STRING), 'rule_fraction', false, "
+                    "'rule_numerator', CAST(0 AS BIGINT), 'rule_denominator', CAST(1 AS BIGINT)")
+        return (f", 'rule_max_failed', {sql_string(tolerance.text)}, "
+                f"'rule_fraction', {'true' if tolerance.fraction else 'false'}, "
+                f"'rule_numerator', CAST({tolerance.numerator} AS BIGINT), "
+                f"'rule_denominator', CAST({tolerance.denominator} AS BIGINT)")
 
     def rule_check_column(self, expectation: Expectation) -> str:
         """The one column of a rule's check view: its constraint alone, as written.
@@ -321,12 +421,13 @@ class RuleLogic:
         """``SELECT`` of the target's records from the relation ``source``."""
         condition = self.target_condition()
         where = "" if condition is None else f"\nWHERE {condition}"
-        return f"SELECT * FROM {source}{where}"
+        return f"SELECT * FROM {self.tolerance_guarded_select(source)}{where}"
 
     def quarantine_select(self, source: str) -> str:
         """``SELECT`` of the quarantine's records from the relation ``source``."""
         return (f"SELECT {', '.join(self.quarantine_columns())}\n"
-                f"FROM {source}\nWHERE {self.quarantine_condition()}")
+                f"FROM {self.tolerance_guarded_select(source)}\n"
+                f"WHERE {self.quarantine_condition()}")
 
     def batch_input_select(self, source: str) -> str:
         """``SELECT`` of a batch log's per-record inputs (:meth:`batch_log_inputs`) from
@@ -358,8 +459,10 @@ class RuleLogic:
         condition = self.metrics_condition()
         where = "" if condition is None else f"\nWHERE {condition}"
         counts = ", ".join(self.counts_from_query())
+        guard = self.counts_condition()
+        checked = "" if guard is None else f"\nWHERE {guard}"
         return (f"SELECT {self.metrics_rows()}\n"
-                f"FROM (SELECT {counts}\nFROM {source}{where}) AS _sdpx_counts")
+                f"FROM (SELECT {counts}\nFROM {source}{where}) AS _sdpx_counts{checked}")
 
     def metrics_select_from_companions(self, kept: str, quarantine: str) -> str:
         """``SELECT`` of a materialized view's metrics from what it wrote: the view

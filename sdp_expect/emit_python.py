@@ -20,7 +20,7 @@ from pyspark.pipelines.graph_element_registry import get_active_graph_element_re
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from sdp_expect.compiler import RuleLogic
+from sdp_expect.compiler import GUARD_RECORDS, GUARD_ROW, RuleLogic
 from sdp_expect.definitions import record_definition
 from sdp_expect.model import DatasetKind, Expectation
 from sdp_expect.plan import DatasetSpec, FlowSpec, Plan, Role, RuleCheck, Step
@@ -37,6 +37,7 @@ __all__ = [
     "returning",
     "rule_check",
     "target",
+    "within_tolerance",
 ]
 
 QueryFunction = Callable[[], DataFrame]
@@ -52,15 +53,31 @@ DATASET_DECORATORS: Dict[DatasetKind, Callable[..., Any]] = {
 # ------------------------------------------------------------------ the rules on DataFrames
 
 
+def within_tolerance(logic: RuleLogic, query: DataFrame) -> DataFrame:
+    """``query``'s records, written only when no fail or drop rule exceeds its tolerance:
+    the compiler's one-row guard cross-joined to them (docs/thresholds.md). ``alias``,
+    ``crossJoin``, ``where`` and ``selectExpr`` only: none has Spark Connect analyse
+    the query while the pipeline is defined."""
+    if not logic.needs_tolerance_guard():
+        return query
+    guard = query.selectExpr(*logic.tolerance_counts()).selectExpr(
+        logic.tolerance_guard_column())
+    return (query.alias(GUARD_RECORDS).crossJoin(guard.alias(GUARD_ROW))
+            .where(F.expr(f"{GUARD_ROW}._sdpx_ok")).selectExpr(f"{GUARD_RECORDS}.*"))
+
+
 def target(logic: RuleLogic, query: DataFrame) -> DataFrame:
-    """The records written to the dataset: the kept ones; fail rules checked."""
+    """The records written to the dataset: the kept ones; fail rules and tolerances
+    checked."""
+    query = within_tolerance(logic, query)
     condition = logic.target_condition()
     return query if condition is None else query.where(F.expr(condition))
 
 
 def quarantine(logic: RuleLogic, query: DataFrame) -> DataFrame:
-    """The dropped records with ``_failed_expectations``; fail rules checked."""
-    dropped = query.where(F.expr(logic.quarantine_condition()))
+    """The dropped records with ``_failed_expectations``; fail rules and tolerances
+    checked."""
+    dropped = within_tolerance(logic, query).where(F.expr(logic.quarantine_condition()))
     # A projection, not withColumn: Spark Connect analyses the input of withColumn
     # while planning it, which binds a pipeline dataset to the catalog table of the
     # previous update instead of to the graph (the flow then stops waiting for it).
@@ -76,7 +93,11 @@ def metrics_from_query(logic: RuleLogic, query: DataFrame) -> DataFrame:
     """``<dataset>_dq_metrics`` of one update, counted from the query's records."""
     condition = logic.metrics_condition()
     checked = query if condition is None else query.where(F.expr(condition))
-    return checked.selectExpr(*logic.counts_from_query()).selectExpr(logic.metrics_rows())
+    counts = checked.selectExpr(*logic.counts_from_query())
+    guard = logic.counts_condition()
+    if guard is not None:
+        counts = counts.where(F.expr(guard))
+    return counts.selectExpr(logic.metrics_rows())
 
 
 def metrics_from_batch_log(logic: RuleLogic, log: DataFrame) -> DataFrame:

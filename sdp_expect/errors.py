@@ -135,6 +135,19 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "boolean expression without ';'",
         ),
         ErrorSpec(
+            "SDPX-VAL-012",
+            "the tolerance max_failed is not a count or a percentage",
+            "write a count of records as a whole number (max_failed=10 or '10') or a share of "
+            "the records checked as a percentage (max_failed='1%' or '0.5%', at most 6 digits "
+            "after the point); docs/thresholds.md",
+        ),
+        ErrorSpec(
+            "SDPX-VAL-013",
+            "the tolerance max_failed is a percentage above 100%",
+            "give a percentage from 0% to 100% (100% is never exceeded); for a count of "
+            "records write it without % (max_failed=150)",
+        ),
+        ErrorSpec(
             "SDPX-VAL-071",
             "two expectations of one dataset share a name",
             "give each expectation of a dataset its own name (the same name may be reused on "
@@ -219,6 +232,14 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "'iceberg'), or define one flow over a union of the sources (unionByName); if "
             "your format is safe, set sdp_expect.multiple_flows_on_file_formats = allow in "
             "the pipeline configuration",
+        ),
+        ErrorSpec(
+            "SDPX-DEF-113",
+            "a tolerance (max_failed) on a streaming table or a temporary view, which "
+            "sdp-expect does not support yet",
+            "put the rule with its tolerance on a materialized view (a streaming table's "
+            "micro-batches commit one by one, docs/thresholds.md#the-records-checked), or "
+            "remove max_failed from the streaming table's or view's rules",
         ),
         # -- pipeline configuration --
         ErrorSpec(

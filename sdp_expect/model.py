@@ -9,6 +9,7 @@ and nowhere else.
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
@@ -24,9 +25,11 @@ __all__ = [
     "Expectation",
     "QuarantineSpec",
     "RuleNames",
+    "Tolerance",
     "either",
     "make_expectation",
     "parse_action",
+    "parse_tolerance",
 ]
 
 
@@ -110,6 +113,108 @@ def parse_action(value: object, *, dataset: Optional[str] = None,
     )
 
 
+MAX_COUNT = 2**63 - 1
+"""The largest count a tolerance can be: Spark counts records in a BIGINT."""
+
+PERCENT_DECIMALS = 6
+"""At most this many digits after the point in a percentage (``"0.000001%"``): the
+fraction's denominator stays at most 10^8, so that the exact comparison of
+:meth:`Tolerance.exceeded_sql` fits Spark's DECIMAL(38, 0) for any BIGINT count."""
+
+_COUNT = re.compile(r"[0-9]+")
+_PERCENT = re.compile(r"([0-9]+)(?:\.([0-9]+))?[ ]*%")
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How many of the records checked may violate a rule (``max_failed``,
+    docs/thresholds.md).
+
+    Either a count (:attr:`fraction` False: at most :attr:`numerator` violations) or a
+    fraction of the records checked (at most ``numerator / denominator`` of them).
+
+    :param text: The tolerance as shown (metrics, messages): ``"10"`` or ``"0.5%"``.
+    :param numerator: The count, or the fraction's numerator.
+    :param denominator: 1 for a count; the fraction's denominator (a power of ten).
+    :param fraction: True for a share of the records checked.
+    """
+
+    text: str
+    numerator: int
+    denominator: int = 1
+    fraction: bool = False
+
+    def exceeded(self, failed: int, total: int) -> bool:
+        """True when ``failed`` violations of ``total`` records checked are more than the
+        tolerance allows (exactly at it is within it). The Python oracle of
+        :meth:`exceeded_sql`."""
+        if not self.fraction:
+            return failed > self.numerator
+        return failed * self.denominator > total * self.numerator
+
+    def exceeded_sql(self, failed: str, total: str) -> str:
+        """The SQL of :meth:`exceeded` over the BIGINT expressions ``failed`` and ``total``:
+        integers only (no floating point), in DECIMAL(38, 0) so that no product overflows."""
+        if not self.fraction:
+            return f"({failed} > {self.numerator})"
+        return (f"(CAST({failed} AS DECIMAL(38,0)) * {self.denominator} > "
+                f"CAST({total} AS DECIMAL(38,0)) * {self.numerator})")
+
+
+def parse_tolerance(value: object, *, dataset: Optional[str] = None,
+                    expectation: Optional[str] = None,
+                    location: Optional[Location] = None) -> Optional[Tolerance]:
+    """Turn a ``max_failed`` value into a :class:`Tolerance` (None stays None).
+
+    A count is a Python ``int`` or digits (``10``, ``"10"``); a fraction is a number of
+    percent (``"1%"``, ``"0.5%"``), from 0 to 100, with at most
+    :data:`PERCENT_DECIMALS` digits after the point.
+
+    :raises SdpExpectError: SDPX-VAL-012 for anything that is not a count or a
+        percentage, SDPX-VAL-013 for a percentage above 100.
+    """
+    if value is None:
+        return None
+
+    def refuse(detail: str, code: str = "SDPX-VAL-012") -> SdpExpectError:
+        return SdpExpectError(code, detail, dataset=dataset, expectation=expectation,
+                              location=location)
+
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        shown = f"{type(value).__name__} {value!r}"
+        if isinstance(value, float) or type(value).__name__ == "Decimal":
+            raise refuse(f"max_failed={value!r} is a {type(value).__name__}: a count or "
+                         "a fraction? Write a count as a whole number (max_failed=10) and a "
+                         "fraction as text with % (max_failed='1%')")
+        raise refuse(f"max_failed must be a count or a percentage, got {shown}")
+    if isinstance(value, int):
+        text = str(value)
+    else:
+        text = value.strip()
+    if _COUNT.fullmatch(text):
+        count = int(text)
+        if count > MAX_COUNT:
+            raise refuse(f"max_failed={value!r} is more than a BIGINT counts ({MAX_COUNT})")
+        return Tolerance(str(count), count)
+    if isinstance(value, int):  # negative
+        raise refuse(f"max_failed={value!r} is negative")
+    percent = _PERCENT.fullmatch(text)
+    if percent is None:
+        raise refuse(f"max_failed={value!r} is neither a count (digits, e.g. '10') nor a "
+                     "percentage (a number followed by %, e.g. '1%' or '0.5%')")
+    whole, decimals = percent.group(1), (percent.group(2) or "")
+    if len(decimals) > PERCENT_DECIMALS:
+        raise refuse(f"max_failed={value!r} has more than {PERCENT_DECIMALS} digits after "
+                     "the point")
+    numerator = int(whole + decimals)
+    denominator = 100 * 10 ** len(decimals)
+    if numerator > denominator:
+        raise refuse(f"max_failed={value!r} is more than 100% of the records checked",
+                     "SDPX-VAL-013")
+    shown = (whole.lstrip("0") or "0") + (f".{decimals}" if decimals else "") + "%"
+    return Tolerance(shown, numerator, denominator, fraction=True)
+
+
 @dataclass(frozen=True)
 class Expectation:
     """One data-quality rule: ``(name, constraint, action)``.
@@ -120,12 +225,26 @@ class Expectation:
     :param action: :class:`Action` for records that violate it.
     :param place: Where it was declared, when the front end knew it: a decorator's
         file and line, a SQL file's line, a rule file's rule (``str(place)`` for people).
+    :param max_failed: Its tolerance (docs/thresholds.md), None for none.
     """
 
     name: str
     constraint: str
     action: Action = Action.WARN
     place: Optional[Location] = field(default=None, compare=False)
+    max_failed: Optional[Tolerance] = None
+
+    @property
+    def stops_at_first(self) -> bool:
+        """True for a fail rule without tolerance: its first violating record stops the
+        flow (``[EXPECTATION_VIOLATION]``). A fail rule with a tolerance is counted like a
+        warn rule, and fails the flow through the tolerance's check."""
+        return self.action is Action.FAIL and self.max_failed is None
+
+    @property
+    def guarded(self) -> bool:
+        """True for a fail or drop rule with a tolerance: exceeding it fails the flow."""
+        return self.max_failed is not None and self.action is not Action.WARN
 
 
 def make_expectation(
@@ -135,8 +254,9 @@ def make_expectation(
     *,
     dataset: Optional[str] = None,
     place: Optional[Location] = None,
+    max_failed: object = None,
 ) -> Expectation:
-    """Validate the three parts of an expectation and build it.
+    """Validate the three parts of an expectation (and its tolerance) and build it.
 
     :param name: Must be a non-empty string.
     :param constraint: Must be a non-empty string holding one boolean SQL
@@ -146,7 +266,8 @@ def make_expectation(
     :param dataset: The dataset it belongs to, for error messages.
     :param place: Where it was declared (:attr:`Expectation.place`, and the place of
         the errors raised here).
-    :raises SdpExpectError: SDPX-VAL-002, -008, -001, -006, -010 or -011.
+    :param max_failed: Its tolerance as the user wrote it (:func:`parse_tolerance`).
+    :raises SdpExpectError: SDPX-VAL-002, -008, -001, -006, -010, -011, -012 or -013.
     """
     label = name if isinstance(name, str) else None
     if not isinstance(name, str):
@@ -181,7 +302,9 @@ def make_expectation(
             expectation=label,
             location=place,
         )
-    return Expectation(name=name, constraint=constraint, action=act, place=place)
+    tolerance = parse_tolerance(max_failed, dataset=dataset, expectation=label, location=place)
+    return Expectation(name=name, constraint=constraint, action=act, place=place,
+                       max_failed=tolerance)
 
 
 class RuleNames:
@@ -261,6 +384,11 @@ class DatasetRules:
         """Append several rules in order."""
         for expectation in expectations:
             self.add(expectation)
+
+    @property
+    def has_tolerances(self) -> bool:
+        """True when a rule has a tolerance (``max_failed``)."""
+        return any(e.max_failed is not None for e in self.expectations)
 
     def of(self, action: Action) -> list[Expectation]:
         """The rules with the given action, in declaration order."""

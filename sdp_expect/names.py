@@ -18,6 +18,7 @@ __all__ = [
     "FAILED_EXPECTATIONS_COLUMN",
     "METRICS_COLUMNS",
     "METRICS_SUFFIX",
+    "TOLERANCE_METRICS_COLUMNS",
     "QUARANTINE_SUFFIX",
     "metrics_comment",
     "metrics_name",
@@ -96,6 +97,10 @@ METRICS_COLUMNS = (
     "dropped_records",
 )
 """The columns of ``<dataset>_dq_metrics``, in order (docs/semantics.md#metrics)."""
+
+TOLERANCE_METRICS_COLUMNS = ("max_failed", "tolerance_exceeded")
+"""The columns that follow :data:`METRICS_COLUMNS` in the metrics of a dataset with
+tolerances (docs/thresholds.md#dataset_dq_metrics)."""
 
 
 def quarantine_comment(dataset: str) -> str:

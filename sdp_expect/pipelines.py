@@ -145,16 +145,21 @@ def _stacking(decorator: str, label: Optional[str], source: RuleSource) -> Decor
 # ---------------------------------------------------------------------------------------------
 # Expectation decorators
 # ---------------------------------------------------------------------------------------------
-def _single(action: Action, name: str, constraint: str) -> Decorator:
+MaxFailed = Union[int, str, None]
+"""A tolerance as written: a count (``10``, ``"10"``) or a percentage (``"1%"``)."""
+
+
+def _single(action: Action, name: str, constraint: str, max_failed: MaxFailed) -> Decorator:
     place = _where(get_caller_source_code_location(stacklevel=2))
 
     def source(dataset: str) -> List[Expectation]:
-        return [make_expectation(name, constraint, action, dataset=dataset, place=place)]
+        return [make_expectation(name, constraint, action, dataset=dataset, place=place,
+                                 max_failed=max_failed)]
 
     return _stacking(action.decorator, name if isinstance(name, str) else None, source)
 
 
-def expect(name: str, constraint: str) -> Decorator:
+def expect(name: str, constraint: str, max_failed: MaxFailed = None) -> Decorator:
     """Add a *warn* expectation: violating records are written and counted.
 
     Place it below the dataset decorator (``@dp.materialized_view``, ``@dp.table``
@@ -164,20 +169,24 @@ def expect(name: str, constraint: str) -> Decorator:
     :param constraint: A Spark SQL boolean expression, e.g. ``"amount >= 0"``. A
         record passes only when it is TRUE (NULL is a violation unless the
         pipeline sets ``sdp_expect.null_result: pass``).
+    :param max_failed: A tolerance (docs/thresholds.md): a count (``10``) or a share of
+        the records checked (``"1%"``); the metrics row says when it is exceeded.
     """
-    return _single(Action.WARN, name, constraint)
+    return _single(Action.WARN, name, constraint, max_failed)
 
 
-def expect_or_drop(name: str, constraint: str) -> Decorator:
+def expect_or_drop(name: str, constraint: str, max_failed: MaxFailed = None) -> Decorator:
     """Add a *drop* expectation: violating records are not written, and are counted.
 
     :param name: The expectation's name, unique within the dataset.
     :param constraint: A Spark SQL boolean expression.
+    :param max_failed: A tolerance (docs/thresholds.md): a count (``10``) or a share of
+        the records checked (``"1%"``); the update fails when more would be dropped.
     """
-    return _single(Action.DROP, name, constraint)
+    return _single(Action.DROP, name, constraint, max_failed)
 
 
-def expect_or_fail(name: str, constraint: str) -> Decorator:
+def expect_or_fail(name: str, constraint: str, max_failed: MaxFailed = None) -> Decorator:
     """Add a *fail* expectation: a violating record fails the flow's update.
 
     The error line reads ``[EXPECTATION_VIOLATION] Flow '<dataset>' failed to
@@ -186,12 +195,15 @@ def expect_or_fail(name: str, constraint: str) -> Decorator:
 
     :param name: The expectation's name, unique within the dataset.
     :param constraint: A Spark SQL boolean expression.
+    :param max_failed: A tolerance (docs/thresholds.md): a count (``10``) or a share of
+        the records checked (``"1%"``). Violating records are then written and counted,
+        and the update fails only when they exceed it (``[EXPECTATION_TOLERANCE_EXCEEDED]``).
     """
-    return _single(Action.FAIL, name, constraint)
+    return _single(Action.FAIL, name, constraint, max_failed)
 
 
 def _group(action: Action, args: tuple[Any, ...], kwargs: Mapping[str, Any],
-           place: Location) -> Decorator:
+           place: Location, max_failed: MaxFailed = None) -> Decorator:
     decorator = action.group_decorator
     if len(args) != 1 or kwargs or not isinstance(args[0], Mapping):
         shown = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
@@ -212,43 +224,53 @@ def _group(action: Action, args: tuple[Any, ...], kwargs: Mapping[str, Any],
 
     def source(dataset: str) -> List[Expectation]:
         return [
-            make_expectation(name, constraint, action, dataset=dataset, place=place)
+            make_expectation(name, constraint, action, dataset=dataset, place=place,
+                             max_failed=max_failed)
             for name, constraint in rules.items()
         ]
 
     return _stacking(decorator, None, source)
 
 
-def expect_all(*expectations: Mapping[str, str], **wrong: Any) -> Decorator:
+def expect_all(*expectations: Mapping[str, str], max_failed: MaxFailed = None,
+               **wrong: Any) -> Decorator:
     """Add several *warn* expectations from one dict ``{name: constraint}``.
 
     Each expectation is evaluated and counted on its own; the dict's order is
     the declaration order.
 
     :param expectations: Exactly one dict of name to constraint.
+    :param max_failed: A tolerance given to each of the rules, on its own
+        (docs/thresholds.md).
     """
     place = _where(get_caller_source_code_location(stacklevel=1))
-    return _group(Action.WARN, expectations, wrong, place)
+    return _group(Action.WARN, expectations, wrong, place, max_failed)
 
 
-def expect_all_or_drop(*expectations: Mapping[str, str], **wrong: Any) -> Decorator:
+def expect_all_or_drop(*expectations: Mapping[str, str], max_failed: MaxFailed = None,
+                       **wrong: Any) -> Decorator:
     """Add several *drop* expectations from one dict ``{name: constraint}``.
 
     A record is dropped when it violates at least one of them.
 
     :param expectations: Exactly one dict of name to constraint.
+    :param max_failed: A tolerance given to each of the rules, on its own
+        (docs/thresholds.md).
     """
     place = _where(get_caller_source_code_location(stacklevel=1))
-    return _group(Action.DROP, expectations, wrong, place)
+    return _group(Action.DROP, expectations, wrong, place, max_failed)
 
 
-def expect_all_or_fail(*expectations: Mapping[str, str], **wrong: Any) -> Decorator:
+def expect_all_or_fail(*expectations: Mapping[str, str], max_failed: MaxFailed = None,
+                       **wrong: Any) -> Decorator:
     """Add several *fail* expectations from one dict ``{name: constraint}``.
 
     :param expectations: Exactly one dict of name to constraint.
+    :param max_failed: A tolerance given to each of the rules, on its own
+        (docs/thresholds.md).
     """
     place = _where(get_caller_source_code_location(stacklevel=1))
-    return _group(Action.FAIL, expectations, wrong, place)
+    return _group(Action.FAIL, expectations, wrong, place, max_failed)
 
 
 def expect_from_file(path: str, tag: Optional[str] = None) -> Decorator:

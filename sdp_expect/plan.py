@@ -133,6 +133,23 @@ def _error(code: str, dataset: str, where: Where, detail: Optional[str] = None
                           fix=_SQL_FIXES.get(code) if where.sql else None)
 
 
+def _check_tolerances(rules: DatasetRules, kind: DatasetKind, where: Where) -> None:
+    """SDPX-DEF-113: a tolerance on a streaming table or a temporary view
+    (docs/thresholds.md#the-records-checked). A streaming table commits each
+    micro-batch on its own, and no streaming query logic knows a micro-batch's totals
+    before it writes its records; a temporary view is inlined into every reader."""
+    if kind is DatasetKind.MATERIALIZED_VIEW:
+        return
+    for expectation in rules.expectations:
+        if expectation.max_failed is not None:
+            raise SdpExpectError(
+                "SDPX-DEF-113",
+                f"max_failed={expectation.max_failed.text!r} on a {kind.value}: tolerances "
+                "are checked on materialized views only, for now",
+                dataset=rules.dataset, expectation=expectation.name,
+                location=expectation.place or where.location)
+
+
 FILE_FORMATS = frozenset({"parquet", "orc", "json", "csv", "text", "avro", "xml", "binaryfile"})
 """Spark's file sources: a streaming table stored in one of them is written by Spark's
 file sink, whose commit log (``_spark_metadata``) has room for one writer only."""
@@ -543,9 +560,11 @@ def plan_dataset(rules: DatasetRules, kind: DatasetKind, options: PipelineOption
     :param where: Where the dataset is defined.
     :param spark_conf: The user's Spark conf of the dataset's flow.
     :param format: The dataset's table format.
-    :raises SdpExpectError: SDPX-DEF-106 for quarantine on a temporary view.
+    :raises SdpExpectError: SDPX-DEF-106 for quarantine on a temporary view; SDPX-DEF-113
+        for a tolerance on a streaming table or a temporary view.
     """
     name = rules.dataset
+    _check_tolerances(rules, kind, where)
     companions = plan_companions(rules, options, kind, where)
     logic = RuleLogic(rules, options)
     datasets = [DatasetSpec(name, kind, Role.TARGET, format=format, query=FlowSpec(
@@ -625,6 +644,7 @@ def plan_declared_table(rules: DatasetRules, options: PipelineOptions, *, state:
     if name in state.flows_into:
         raise _error("SDPX-DEF-105", name, where)
     kind = DatasetKind.STREAMING_TABLE
+    _check_tolerances(rules, kind, where)
     companions = plan_companions(rules, options, kind, where)
     logic = RuleLogic(rules, options)
     datasets = [DatasetSpec(name, kind, Role.TARGET, format=format),

@@ -51,6 +51,10 @@ from sdp_expect.sqltokens import sql_string  # the one SQL literal escape
 __all__ = [
     "RECORD_SQL",
     "TAG",
+    "TOLERANCE_TAG",
+    "TolerancePart",
+    "format_tolerance_message",
+    "tolerance_message_sql",
     "Violation",
     "find_all",
     "format_message",
@@ -143,6 +147,67 @@ def message_sql(dataset: str, checks: Sequence[tuple[str, str]]) -> str:
                       for condition, name in checks)
     return (f"concat({sql_string(_head(dataset))}, concat_ws({sql_string(_SEPARATOR)}, {names}), "
             f"{sql_string(_RECORD)}, {RECORD_SQL}, {sql_string(_END)})")
+
+
+# --------------------------------------------------------------------------- tolerances
+
+TOLERANCE_TAG = "[EXPECTATION_TOLERANCE_EXCEEDED]"
+"""Where the message of a tolerance exceeded starts (docs/thresholds.md)."""
+_TOLERANCE_HEAD = " failed: expectations over their tolerance: "
+_PART_SEPARATOR = "; "
+
+
+@dataclass(frozen=True)
+class TolerancePart:
+    """One rule over its tolerance, as the message says it.
+
+    :param name: The rule.
+    :param failed: The records that violated it.
+    :param total: The records checked.
+    :param tolerance: Its tolerance as written (``"1%"``, ``"10"``).
+    """
+
+    name: str
+    failed: int
+    total: int
+    tolerance: str
+
+
+def _rate_text(failed: int, total: int) -> str:
+    """The rate as :func:`tolerance_message_sql` writes it: percent, rounded to 3 places
+    as Spark's ``round`` of a DOUBLE prints it."""
+    return f"{round(failed * 100 / total, 3) if total else 0.0!r}%"
+
+
+def format_tolerance_message(dataset: str, parts: Sequence[TolerancePart]) -> str:
+    """The message Spark raises when the rules ``parts`` are over their tolerance (what
+    :func:`tolerance_message_sql` builds)."""
+    said = _PART_SEPARATOR.join(
+        f"{quote(p.name)}: {p.failed} of {p.total} records failed "
+        f"({_rate_text(p.failed, p.total)}), more than max_failed {quote(p.tolerance)}"
+        for p in parts)
+    return f"{TOLERANCE_TAG} Flow {quote(dataset)}{_TOLERANCE_HEAD}{said}."
+
+
+def tolerance_message_sql(dataset: str, checks: Sequence[tuple[str, str, str, str]],
+                          total: str) -> str:
+    """The SQL expression (STRING) of the message for the one-row counts of a flow.
+
+    :param dataset: The dataset the flow writes.
+    :param checks: Per fail or drop rule with a tolerance, in declaration order: the SQL
+        condition that is TRUE when it is exceeded, the rule's name, the SQL of its
+        violation count (BIGINT), and its tolerance as written.
+    :param total: The SQL of the records checked (BIGINT).
+    """
+    parts = ", ".join(
+        f"CASE WHEN {condition} THEN concat({sql_string(quote(name) + ': ')}, "
+        f"CAST({failed} AS STRING), ' of ', CAST({total} AS STRING), ' records failed (', "
+        f"CAST(round(CAST({failed} AS DOUBLE) * 100 / {total}, 3) AS STRING), "
+        f"'%), more than max_failed ', {sql_string(quote(tolerance))}) END"
+        for condition, name, failed, tolerance in checks)
+    head = f"{TOLERANCE_TAG} Flow {quote(dataset)}{_TOLERANCE_HEAD}"
+    return (f"concat({sql_string(head)}, concat_ws({sql_string(_PART_SEPARATOR)}, {parts}), "
+            "'.')")
 
 
 # --------------------------------------------------------------------------- the parser
