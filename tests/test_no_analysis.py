@@ -61,6 +61,15 @@ def test_defining_a_pipeline_with_every_companion_runs_no_query(
         def silver() -> DataFrame:
             return spark.read.table("src")
 
+        # A tolerance's guard (docs/thresholds.md) over another dataset of the pipeline.
+        @dp.materialized_view
+        @dp.quarantine()
+        @dp.expect_or_fail("amount_known", "amount IS NOT NULL", max_failed="1%")
+        @dp.expect_or_drop("small_id", "id < 100", max_failed=10)
+        @dp.expect("positive", "amount > 0", max_failed=0)
+        def gold() -> DataFrame:
+            return spark.read.table("silver")
+
         @dp.table
         @dp.quarantine()
         @dp.expect_or_drop("valid_id", "id IS NOT NULL")
@@ -89,3 +98,4 @@ def test_defining_a_pipeline_with_every_companion_runs_no_query(
     # and the definitions are real: the run works
     result = pipeline.run()
     assert result.ok, result.output
+    assert result.table("gold").count() == 1
