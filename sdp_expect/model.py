@@ -122,7 +122,7 @@ fraction's denominator stays at most 10^8, so that the exact comparison of
 :meth:`Tolerance.exceeded_sql` fits Spark's DECIMAL(38, 0) for any BIGINT count."""
 
 _COUNT = re.compile(r"[0-9]+")
-_PERCENT = re.compile(r"([0-9]+)(?:\.([0-9]+))?[ ]*%")
+_PERCENT = re.compile(r"([0-9]+)(?:\.([0-9]+))?%")
 
 
 @dataclass(frozen=True)
@@ -166,9 +166,10 @@ def parse_tolerance(value: object, *, dataset: Optional[str] = None,
                     location: Optional[Location] = None) -> Optional[Tolerance]:
     """Turn a ``max_failed`` value into a :class:`Tolerance` (None stays None).
 
-    A count is a Python ``int`` or digits (``10``, ``"10"``); a fraction is a number of
+    A count is a whole number (``10``, ``10.0``) or digits (``"10"``); a fraction is a number of
     percent (``"1%"``, ``"0.5%"``), from 0 to 100, with at most
-    :data:`PERCENT_DECIMALS` digits after the point.
+    :data:`PERCENT_DECIMALS` digits after the point. Text is taken as written: no
+    spaces, no sign.
 
     :raises SdpExpectError: SDPX-VAL-012 for anything that is not a count or a
         percentage, SDPX-VAL-013 for a percentage above 100.
@@ -180,6 +181,10 @@ def parse_tolerance(value: object, *, dataset: Optional[str] = None,
         return SdpExpectError(code, detail, dataset=dataset, expectation=expectation,
                               location=location)
 
+    if isinstance(value, float) and value.is_integer():
+        # A number without a fraction is a count, as JSON and YAML read 10.0 (and as a
+        # JSON Schema's integer type does).
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         shown = f"{type(value).__name__} {value!r}"
         if isinstance(value, float) or type(value).__name__ == "Decimal":
@@ -187,10 +192,7 @@ def parse_tolerance(value: object, *, dataset: Optional[str] = None,
                          "a fraction? Write a count as a whole number (max_failed=10) and a "
                          "fraction as text with % (max_failed='1%')")
         raise refuse(f"max_failed must be a count or a percentage, got {shown}")
-    if isinstance(value, int):
-        text = str(value)
-    else:
-        text = value.strip()
+    text = str(value)
     if _COUNT.fullmatch(text):
         count = int(text)
         if count > MAX_COUNT:

@@ -359,6 +359,30 @@ CASES: list[tuple[str, str, str]] = [
     ("sql-010-aggregate-group", "expect: {total: sum(a) > 0}\n", ".yml"),
     ("sql-011-unclosed", "- {name: n, constraint: '(a > 0'}\n", ".yml"),
     ("sql-011-json-schema-key", '{"$schema": "rule-file.schema.json"}', ".json"),
+    # tolerances (docs/thresholds.md): SDPX-VAL-012 and -013
+    ("list-max-failed", "- {name: n, constraint: a, failureAction: fail, max_failed: 1%}\n"
+     "- {name: m, constraint: b, max_failed: 10}\n- {name: o, constraint: c, max_failed: '10'}\n"
+     "- {name: p, constraint: d, max_failed: 0.5%}\n- {name: q, constraint: e, max_failed: null}\n"
+     "- {name: r, constraint: f, max_failed: 100.000000%}\n"
+     "- {name: s, constraint: g, max_failed: 9223372036854775807}\n"
+     "- {name: t, constraint: h, max_failed: 10.0}\n", ".yml"),
+    ("mapping-max-failed", "a > 0: {action: drop, max_failed: 0}\nb > 0: {max_failed: 0%}\n",
+     ".yml"),
+    ("list-max-failed-json", '[{"name": "n", "constraint": "a", "max_failed": "12.25%"}]',
+     ".json"),
+    ("012-negative", "- {name: n, constraint: a, max_failed: -1}\n", ".yml"),
+    ("012-fraction-number", "- {name: n, constraint: a, max_failed: 0.01}\n", ".yml"),
+    ("012-boolean", "a > 0: {max_failed: true}\n", ".yml"),
+    ("012-not-whole", "- {name: n, constraint: a, max_failed: '1.5'}\n", ".yml"),
+    ("012-spaces", "- {name: n, constraint: a, max_failed: '1 %'}\n", ".yml"),
+    ("012-decimals", "- {name: n, constraint: a, max_failed: 0.0000001%}\n", ".yml"),
+    ("012-too-many", "- {name: n, constraint: a, max_failed: 9223372036854775808}\n", ".yml"),
+    ("012-too-many-text", "- {name: n, constraint: a, max_failed: '9223372036854775808'}\n",
+     ".yml"),
+    ("012-list", "- {name: n, constraint: a, max_failed: [1]}\n", ".yml"),
+    ("012-newline", '[{"name": "n", "constraint": "a", "max_failed": "1%\\n"}]', ".json"),
+    ("013-above", "- {name: n, constraint: a, max_failed: 100.5%}\n", ".yml"),
+    ("013-mapping", "a > 0: {action: fail, max_failed: 101%}\n", ".yml"),
     # SDPX-VAL-071: names used twice
     ("071-list", "- {name: n, constraint: a > 0}\n- {name: n, constraint: b > 0}\n", ".yml"),
     ("071-mapping", "a > 0: {name: n}\nb > 0: {name: n}\n", ".yml"),
@@ -400,7 +424,8 @@ def test_the_cases_show_every_code_and_every_exception(scratch: Path) -> None:
     got = {c[0]: verdicts(case_file(scratch, c)) for c in CASES}
     codes = {code for v in got.values() for code in v.codes}
     assert codes == {"SDPX-VAL-001", "SDPX-VAL-002", "SDPX-VAL-006", "SDPX-VAL-008",
-                     "SDPX-VAL-009", "SDPX-VAL-010", "SDPX-VAL-011", "SDPX-VAL-071"}
+                     "SDPX-VAL-009", "SDPX-VAL-010", "SDPX-VAL-011", "SDPX-VAL-012",
+                     "SDPX-VAL-013", "SDPX-VAL-071"}
     # Each exception is needed: some case is rejected by validate for it alone, and
     # accepted by the schema.
     for check in (*SCHEMA_CANNOT_CHECK, NOT_A_DOCUMENT):
@@ -444,6 +469,15 @@ action = mostly(st.sampled_from([*(a.value for a in Action), "DROP", " Fail\n"])
 decorator = mostly(st.sampled_from([*DECORATORS, "EXPECT_OR_FAIL"]),
                    st.one_of(st.sampled_from(["expect_all", "nope", "drop"]), odd))
 mistake = st.sampled_from([{"action": "drop"}, {7: "x"}, {"failure_action": "fail"}])
+max_failed = mostly(
+    st.one_of(st.integers(0, 2**63 - 1), st.integers(0, 100).map(str),
+              st.sampled_from(["1%", "0.5%", "100%", "100.000000%", "0%", "007%", "12.345678%",
+                               "9223372036854775807", 10.0, None])),
+    st.one_of(odd, st.integers(-5, -1), st.sampled_from(
+        ["100.1%", "101%", "1 %", " 1", "1.5", "5.%", ".5%", "1e3", "0.0000001%", "%", "",
+         "9223372036854775808", 2**63, 0.5, float("inf"), "1%\n", "-1%"]),
+        st.text(alphabet="0123456789.% ", max_size=6)),
+)
 
 list_rule = st.builds(
     lambda required, optional, extra: {**required, **optional, **extra},
@@ -452,13 +486,13 @@ list_rule = st.builds(
     st.fixed_dictionaries({}, optional={
         "name": name, "message": name, "expression": constraint, "failureAction": action,
         "type": decorator, "tag": text, "tags": mostly(st.lists(text, max_size=2), odd),
-        "description": odd,
+        "description": odd, "max_failed": max_failed,
     }),
     mostly(st.just({}), mistake),
 )
 mapping_body = mostly(
     st.one_of(st.none(), st.fixed_dictionaries({}, optional={
-        "action": action, "name": name, "severity": odd})),
+        "action": action, "name": name, "severity": odd, "max_failed": max_failed})),
     st.one_of(odd, st.sampled_from([{"failureAction": "drop"}, {"type": None}, {7: "x"}])),
 )
 rules = st.one_of(

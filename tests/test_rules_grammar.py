@@ -296,12 +296,32 @@ def test_unknown_keys_are_reported_as_warnings_with_the_nearest_known_key(
         "rule 1: the key 'failure_action' is not part of the grammar and is ignored; "
         "did you mean 'failureAction'?",
         "rule 2: the key 'colour' is not part of the grammar and is ignored; known keys: "
-        "name, message, constraint, expression, failureAction, type, tag, tags, action",
+        "name, message, constraint, expression, failureAction, type, tag, tags, max_failed, "
+        "action",
     )
     mapping = check_file(write(tmp_path, "a > 0:\n  acton: drop\n", "m.yml"))
     assert mapping.warnings == ("rule 'a > 0': the key 'acton' is not part of the grammar "
                                 "and is ignored; did you mean 'action'?",)
     assert check_file(write(tmp_path, "- {name: n, constraint: a}\n", "ok.yml")).warnings == ()
+
+
+def test_a_rule_takes_a_tolerance_in_the_list_and_the_mapping_format(tmp_path: Path) -> None:
+    """docs/thresholds.md: max_failed, per rule, parsed as the decorators parse it."""
+    listed = check_file(write(tmp_path, "- {name: a, constraint: x > 0, failureAction: fail, "
+                              "max_failed: 1%}\n- {name: b, constraint: y, max_failed: 10}\n"))
+    assert listed.ok
+    assert [e.expectation.max_failed.text if e.expectation.max_failed else None
+            for e in listed.entries] == ["1%", "10"]
+    mapping = check_file(write(tmp_path, "a > 0: {action: drop, max_failed: 0.5%}\nb > 0:\n",
+                               "m.yml"))
+    assert mapping.ok
+    assert [e.expectation.max_failed.text if e.expectation.max_failed else None
+            for e in mapping.entries] == ["0.5%", None]
+    wrong = check_file(write(tmp_path, "- {name: a, constraint: x, max_failed: 150%}\n"
+                             "- {name: b, constraint: y, max_failed: -3}\n", "w.yml"))
+    assert [(e.code, e.expectation, str(e.place)) for e in wrong.errors] == [
+        ("SDPX-VAL-013", "a", f"{wrong.file}, rule 1"),
+        ("SDPX-VAL-012", "b", f"{wrong.file}, rule 2")]
 
 
 def test_an_unknown_key_that_is_not_text_is_still_an_error(tmp_path: Path) -> None:

@@ -210,6 +210,34 @@ def test_metrics_count_a_fail_rule_within_its_tolerance_from_the_query_or_the_ou
                      "has_region": (10, 30, 10, None, None)}
 
 
+@pytest.mark.parametrize(("failed", "ok"), [(1, True), (2, False)])
+def test_a_rule_file_gives_a_rule_its_tolerance(make_pipeline: MakePipeline, failed: int,
+                                                 ok: bool) -> None:
+    pipeline = make_pipeline()
+    rule_file = pipeline.path("rules.yml")
+    rule_file.parent.mkdir(parents=True, exist_ok=True)
+    rule_file.write_text("- name: amount_present\n  constraint: amount IS NOT NULL\n"
+                         "  failureAction: fail\n  max_failed: 1%\n", encoding="utf-8")
+
+    def define(spark: SparkSession) -> None:
+        @dp.materialized_view
+        @dp.expect_from_file(str(rule_file))
+        def orders() -> DataFrame:
+            return spark.read.table("src")
+
+    pipeline.definitions = define
+    pipeline.create_table("src", rows(100, failed), SCHEMA)
+    result = pipeline.run()
+    assert result.ok is ok, result.output
+    if ok:
+        row = metrics(result, "orders")["amount_present"]
+        assert (row["failed_records"], row["max_failed"], row["tolerance_exceeded"]) == (
+            1, "1%", False)
+    else:
+        assert format_tolerance_message("orders", [TolerancePart(
+            "amount_present", 2, 100, "1%")]) in result.output
+
+
 # --------------------------------------------------------------------------- property
 
 

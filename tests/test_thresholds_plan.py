@@ -30,13 +30,14 @@ from sdp_expect.violation import TOLERANCE_TAG, TolerancePart, format_tolerance_
 @pytest.mark.parametrize(("written", "text", "numerator", "denominator", "fraction"), [
     (0, "0", 0, 1, False),
     ("0", "0", 0, 1, False),
+    (10.0, "10", 10, 1, False),
     (10, "10", 10, 1, False),
-    (" 10 ", "10", 10, 1, False),
     ("007", "7", 7, 1, False),
     ("1%", "1%", 1, 100, True),
     ("0%", "0%", 0, 100, True),
     ("0.5%", "0.5%", 5, 1000, True),
-    ("12.25 %", "12.25%", 1225, 10000, True),
+    ("12.25%", "12.25%", 1225, 10000, True),
+    ("012.50%", "12.50%", 1250, 10000, True),
     ("100%", "100%", 100, 100, True),
     ("100.000000%", "100.000000%", 100000000, 100000000, True),
     ("0.000001%", "0.000001%", 1, 100000000, True),
@@ -57,11 +58,17 @@ def test_no_tolerance_is_none() -> None:
     ("-1%", "SDPX-VAL-012"),
     ("1.5", "SDPX-VAL-012"),
     (0.01, "SDPX-VAL-012"),
-    (1.0, "SDPX-VAL-012"),
+    (0.5, "SDPX-VAL-012"),
+    (-1.0, "SDPX-VAL-012"),
+    (float("inf"), "SDPX-VAL-012"),
     (True, "SDPX-VAL-012"),
     ("", "SDPX-VAL-012"),
     ("%", "SDPX-VAL-012"),
     ("1 percent", "SDPX-VAL-012"),
+    (" 10", "SDPX-VAL-012"),
+    ("1 %", "SDPX-VAL-012"),
+    ("+1", "SDPX-VAL-012"),
+    ("5.%", "SDPX-VAL-012"),
     ("1e3", "SDPX-VAL-012"),
     (".5%", "SDPX-VAL-012"),
     ("0.0000001%", "SDPX-VAL-012"),
@@ -250,3 +257,12 @@ def test_expect_all_with_a_mistaken_tolerance_is_refused_with_the_rule() -> None
     with pytest.raises(SdpExpectError) as raised:
         pending.sources[0]("orders")
     assert (raised.value.code, raised.value.expectation) == ("SDPX-VAL-013", "a")
+
+
+def test_as_kwargs_refuses_a_rule_with_a_tolerance() -> None:
+    from sdp_expect import rules
+
+    tolerant = make_expectation("a", "a > 0", "drop", max_failed="1%")
+    with pytest.raises(SdpExpectError) as raised:
+        rules.as_kwargs([tolerant])
+    assert (raised.value.code, raised.value.expectation) == ("SDPX-DEF-113", "a")

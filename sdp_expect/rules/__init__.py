@@ -127,7 +127,7 @@ def load(
         current directory).
     :param dataset: The dataset the rules are for, named in error messages.
     :raises RuleFileError: listing every mistake in the file (codes
-        SDPX-VAL-001, -002, -003, -006, -008, -009, -010, -011, -071).
+        SDPX-VAL-001, -002, -003, -006, -008, -009, -010, -011, -012, -013, -071).
     """
     result = check_file(path, base_dir=base_dir, dataset=dataset)
     result.raise_errors()
@@ -145,7 +145,8 @@ def as_kwargs(expectations: Iterable[Expectation]) -> dict[str, dict[str, str]]:
     :returns: ``{"expect_all": {...}, "expect_all_or_drop": {...},
         "expect_all_or_fail": {...}}`` holding only the non-empty ones, each
         ``{name: constraint}`` in the order given.
-    :raises SdpExpectError: SDPX-VAL-071 when two rules share a name.
+    :raises SdpExpectError: SDPX-VAL-071 when two rules share a name; SDPX-DEF-113 for a
+        rule with a tolerance (``max_failed``), which the dicts cannot carry.
     """
     grouped: dict[str, dict[str, str]] = {action.group_decorator: {} for action in Action}
     names = RuleNames()
@@ -153,6 +154,15 @@ def as_kwargs(expectations: Iterable[Expectation]) -> dict[str, dict[str, str]]:
         clash = names.clash(expectation.name, expectation.place)
         if clash is not None:
             raise clash
+        if expectation.max_failed is not None:
+            raise SdpExpectError(
+                "SDPX-DEF-113",
+                f"as_kwargs cannot pass max_failed={expectation.max_failed.text!r} on: "
+                "{name: constraint} dicts carry no tolerance, and streaming tables take none "
+                "yet", expectation=expectation.name, location=expectation.place,
+                fix="attach the rule file to a materialized view with "
+                "@dp.expect_from_file(path), which keeps each rule's tolerance, or remove "
+                "max_failed from the rule")
         group = Action(expectation.action).group_decorator  # also an action given as text
         grouped[group][expectation.name] = expectation.constraint
     return {key: rules for key, rules in grouped.items() if rules}

@@ -36,8 +36,8 @@ _GROUPS: dict[str, Action] = {**DECORATORS, **GROUP_DECORATORS}
 _TYPES = DECORATORS
 _WRAPPER = "expectations"
 _LIST_KEYS = ("name", "message", "constraint", "expression", "failureAction", "type", "tag",
-              "tags", "action")
-_MAPPING_KEYS = ("action", "name", "failureAction", "type")
+              "tags", "max_failed", "action")
+_MAPPING_KEYS = ("action", "name", "failureAction", "type", "max_failed")
 
 
 class StopReading(Exception):
@@ -225,7 +225,8 @@ class Reader:
         tags = self.tags(entry, place)
         if not bad_constraint:
             self.build(place, name, constraint, action, tags,
-                       ok=len(self.errors) == before, claim=not bad_name)
+                       ok=len(self.errors) == before, claim=not bad_name,
+                       max_failed=entry.get("max_failed"))
 
     def list_action(self, entry: dict[Any, Any], place: Location) -> Action:
         if "action" in entry:
@@ -303,7 +304,8 @@ class Reader:
             action, name, bad_name = self.mapping_body(body, place)
             if isinstance(key, str):
                 self.build(place, name, key, action, (), ok=len(self.errors) == before,
-                           claim=not bad_name)
+                           claim=not bad_name,
+                           max_failed=body.get("max_failed") if isinstance(body, dict) else None)
 
     def mapping_body(self, body: Any, place: Location) -> tuple[Action, Optional[str], bool]:
         """The action and name of a mapping-format rule, and whether the name is invalid."""
@@ -357,13 +359,15 @@ class Reader:
     # -- one rule --------------------------------------------------------------------
 
     def build(self, place: Location, name: Optional[str], constraint: Optional[str],
-              action: Action, tags: tuple[str, ...], *, ok: bool, claim: bool = True) -> None:
+              action: Action, tags: tuple[str, ...], *, ok: bool, claim: bool = True,
+              max_failed: object = None) -> None:
         """Check one rule's parts and keep it when the whole rule is valid.
 
         :param name: ``None`` names the rule by its constraint.
         :param constraint: ``None`` when the rule has none (SDPX-VAL-001).
         :param ok: False when an error was already reported for this rule.
         :param claim: False when the name was invalid: skip the duplicate-name check.
+        :param max_failed: The rule's tolerance as written (docs/thresholds.md), or None.
         """
         if constraint is None or not constraint.strip():
             missing = "no constraint" if constraint is None else "an empty constraint"
@@ -374,7 +378,7 @@ class Reader:
         name = constraint if name is None else name
         try:
             expectation = make_expectation(name, constraint, action, dataset=self.dataset,
-                                           place=place)
+                                           place=place, max_failed=max_failed)
         except SdpExpectError as exc:
             self.error(exc.code, exc.detail, place, exc.fix, exc.expectation)
             ok = False
