@@ -323,7 +323,8 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "a table property or SET of sdp-expect is not one it understands",
             "use 'sdp_expect.quarantine' = 'true' or 'false', 'sdp_expect.quarantine.name' = "
             "'<table>', 'sdp_expect.metrics' = 'true' or 'false', 'sdp_expect.rules' = "
-            "'<rule file>' and 'sdp_expect.rules.tag' = '<tag>'",
+            "'<rule file>', 'sdp_expect.rules.tag' = '<tag>' and "
+            "'sdp_expect.max_failed.<expectation>' = '<count or percentage>'",
         ),
         ErrorSpec(
             "SDPX-SQL-305",

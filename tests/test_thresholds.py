@@ -3,6 +3,8 @@ runs: at, just below and just above the tolerance, against a Python oracle."""
 
 from __future__ import annotations
 
+import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -236,6 +238,44 @@ def test_a_rule_file_gives_a_rule_its_tolerance(make_pipeline: MakePipeline, fai
     else:
         assert format_tolerance_message("orders", [TolerancePart(
             "amount_present", 2, 100, "1%")]) in result.output
+
+
+def sql_project(root: Path, sql_text: str) -> Path:
+    """A project whose Python file includes one Databricks SQL file."""
+    (root / "databricks_sql").mkdir(parents=True)
+    (root / "databricks_sql" / "pipeline.sql").write_text(textwrap.dedent(sql_text))
+    transformations = root / "transformations"
+    transformations.mkdir()
+    (transformations / "include_sql.py").write_text(
+        "from sdp_expect import sql\n\nsql.include('../databricks_sql/pipeline.sql')\n")
+    return transformations
+
+
+@pytest.mark.parametrize(("failed", "ok"), [(1, True), (2, False)])
+def test_a_databricks_sql_table_property_gives_a_constraint_its_tolerance(
+        make_pipeline: MakePipeline, tmp_path: Path, failed: int, ok: bool) -> None:
+    values = ", ".join(f"({i}, {'NULL' if i < failed else i})" for i in range(100))
+    files = sql_project(tmp_path / "project", f"""\
+        CREATE MATERIALIZED VIEW src AS SELECT * FROM VALUES {values} AS t(id, amount);
+
+        CREATE OR REFRESH MATERIALIZED VIEW orders (
+          CONSTRAINT amount_present EXPECT (amount IS NOT NULL) ON VIOLATION FAIL UPDATE
+        ) TBLPROPERTIES ('sdp_expect.max_failed.amount_present' = '1%')
+        AS SELECT * FROM LIVE.src;
+
+        CREATE LIVE TABLE downstream AS SELECT * FROM LIVE.orders;
+        """)
+    result = make_pipeline(files=files).run()
+    assert result.ok is ok, result.output
+    if ok:
+        assert result.table("downstream").count() == 100
+        row = metrics(result, "orders")["amount_present"]
+        assert (row["failed_records"], row["max_failed"], row["tolerance_exceeded"]) == (
+            1, "1%", False)
+    else:
+        assert format_tolerance_message("orders", [TolerancePart(
+            "amount_present", 2, 100, "1%")]) in result.output
+        assert result.flow_state("downstream") == "SKIPPED"
 
 
 # --------------------------------------------------------------------------- property

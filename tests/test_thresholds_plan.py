@@ -266,3 +266,85 @@ def test_as_kwargs_refuses_a_rule_with_a_tolerance() -> None:
     with pytest.raises(SdpExpectError) as raised:
         rules.as_kwargs([tolerant])
     assert (raised.value.code, raised.value.expectation) == ("SDPX-DEF-113", "a")
+
+
+# --------------------------------------------------------------------------- Databricks SQL
+
+
+def _sql_rules(text: str, tmp_path: Any = None) -> DatasetRules:
+    from sdp_expect.dbsql.parse import parse
+    from sdp_expect.dbsql.statements import DatasetStatement
+
+    found = [s for s in parse(text, "orders.sql", base_dir=None if tmp_path is None
+                              else str(tmp_path)) if isinstance(s, DatasetStatement)]
+    return found[0].rules
+
+
+def test_a_table_property_gives_a_constraint_its_tolerance() -> None:
+    rules = _sql_rules("""\
+CREATE MATERIALIZED VIEW orders (
+  CONSTRAINT amount_present EXPECT (amount IS NOT NULL) ON VIOLATION FAIL UPDATE,
+  CONSTRAINT `Known Region` EXPECT (region IS NOT NULL) ON VIOLATION DROP ROW
+) TBLPROPERTIES ('sdp_expect.max_failed.amount_present' = '1%',
+                 'sdp_expect.max_failed.Known Region' = '10', 'other' = 'x')
+AS SELECT * FROM src;
+""")
+    assert [(e.name, e.max_failed.text if e.max_failed else None)
+            for e in rules.expectations] == [("amount_present", "1%"), ("Known Region", "10")]
+    python = _rules(("amount_present", "amount IS NOT NULL", Action.FAIL, "1%"),
+                    ("Known Region", "region IS NOT NULL", Action.DROP, 10))
+    assert rules.expectations == python.expectations
+
+
+def test_a_table_property_of_a_rule_file_s_rule(tmp_path: Any) -> None:
+    (tmp_path / "rules.yml").write_text("- {name: r, constraint: a > 0}\n", encoding="utf-8")
+    rules = _sql_rules("CREATE MATERIALIZED VIEW orders TBLPROPERTIES ("
+                       "'sdp_expect.rules' = 'rules.yml', 'sdp_expect.max_failed.r' = '3') "
+                       "AS SELECT * FROM src;", tmp_path)
+    assert [(e.name, e.max_failed) for e in rules.expectations] == [
+        ("r", Tolerance("3", 3))]
+
+
+@pytest.mark.parametrize(("properties", "code"), [
+    ("'sdp_expect.max_failed.nope' = '1%'", "SDPX-SQL-304"),
+    ("'sdp_expect.max_failed.AMOUNT_PRESENT' = '1%'", "SDPX-SQL-304"),
+    ("'sdp_expect.max_failed.amount_present' = '101%'", "SDPX-VAL-013"),
+    ("'sdp_expect.max_failed.amount_present' = '-1'", "SDPX-VAL-012"),
+    ("'sdp_expect.max_failed' = '1%'", "SDPX-SQL-304"),
+])
+def test_a_mistaken_tolerance_property_is_a_coded_error(properties: str, code: str) -> None:
+    with pytest.raises(SdpExpectError) as raised:
+        _sql_rules(f"""\
+CREATE MATERIALIZED VIEW orders (
+  CONSTRAINT amount_present EXPECT (amount IS NOT NULL) ON VIOLATION FAIL UPDATE
+) TBLPROPERTIES ({properties})
+AS SELECT * FROM src;
+""")
+    assert raised.value.code == code
+    assert raised.value.location is not None and "orders.sql:3" in raised.value.location
+
+
+def test_a_tolerance_on_a_sql_streaming_table_is_refused() -> None:
+    from sdp_expect import sql
+
+    with pytest.raises(SdpExpectError) as raised:
+        sql.translate("""\
+CREATE STREAMING TABLE orders (
+  CONSTRAINT amount_present EXPECT (amount IS NOT NULL) ON VIOLATION DROP ROW
+) TBLPROPERTIES ('sdp_expect.max_failed.amount_present' = '5')
+AS SELECT * FROM STREAM(src);
+""", "orders.sql")
+    assert raised.value.code == "SDPX-DEF-113"
+
+
+def test_the_translation_holds_the_guard() -> None:
+    from sdp_expect import sql
+
+    translated = sql.translate("""\
+CREATE MATERIALIZED VIEW orders (
+  CONSTRAINT amount_present EXPECT (amount IS NOT NULL) ON VIOLATION FAIL UPDATE
+) TBLPROPERTIES ('sdp_expect.max_failed.amount_present' = '1%')
+AS SELECT * FROM src;
+""", "orders.sql")
+    assert TOLERANCE_TAG in translated and "CROSS JOIN" in translated
+    assert "sdp_expect.max_failed" not in translated

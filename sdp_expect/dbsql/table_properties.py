@@ -11,6 +11,7 @@ Internal to :mod:`sdp_expect.dbsql`, whose reader starts in
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Optional, Sequence
 
@@ -19,7 +20,7 @@ from sdp_expect.dbsql.cursor import _Cursor, _is_name_part, _shown
 from sdp_expect.dbsql.findings import Findings, RuleFileUse
 from sdp_expect.dbsql.statements import DatasetStatement, Position
 from sdp_expect.errors import SdpExpectError
-from sdp_expect.model import QuarantineSpec
+from sdp_expect.model import QuarantineSpec, parse_tolerance
 from sdp_expect.sqltokens import Token, TokenKind
 
 __all__: list[str] = []
@@ -29,6 +30,9 @@ _SQL_304 = "SDPX-SQL-304"
 _BOOLEAN = {"true": True, "false": False}
 _KNOWN_KEYS = ("sdp_expect.quarantine", "sdp_expect.quarantine.name", "sdp_expect.metrics",
                "sdp_expect.rules", "sdp_expect.rules.tag")
+_MAX_FAILED = "sdp_expect.max_failed."
+"""The start of the key of a rule's tolerance: ``'sdp_expect.max_failed.<rule>' = '1%'``
+(docs/thresholds.md); the rule's name as written follows."""
 
 
 class _Properties:
@@ -42,6 +46,7 @@ class _Properties:
         self.rules: Optional[str] = None
         self.rules_at: Optional[Position] = None
         self.tag: Optional[str] = None
+        self.max_failed: dict[str, tuple[str, Position]] = {}
 
     def read(self, cursor: _Cursor, prop: Sequence[Token], statement: DatasetStatement) -> None:
         """Read one ``key [=] value`` entry (its tokens): keep it for the table as written,
@@ -77,6 +82,12 @@ class _Properties:
             return
         statement.checked = True
         where = cursor.position(prop[0])
+        if key.lower().startswith(_MAX_FAILED) and len(key) > len(_MAX_FAILED):
+            if value is None:
+                raise SdpExpectError(_SQL_304, f"the table property {key!r} needs a value",
+                                     dataset=dataset, location=where.at_column())
+            self.max_failed[key[len(_MAX_FAILED):]] = (value, where)
+            return
         self._take(key.lower(), value, where, dataset)
 
     def _take(self, key: str, value: Optional[str], where: Position, dataset: str) -> None:
@@ -130,3 +141,29 @@ class _Properties:
                     checked, folder, self.rules_at or statement.position, rules.dataset))
             checked.raise_errors()
             rules.extend(checked.select(self.tag))
+        self._apply_tolerances(statement)
+
+    def _apply_tolerances(self, statement: DatasetStatement) -> None:
+        """Give each rule named by an ``'sdp_expect.max_failed.<rule>'`` property its
+        tolerance (the ``CONSTRAINT`` rules and the rule file's alike)."""
+        rules = statement.rules
+        for name, (value, where) in self.max_failed.items():
+            at = next((i for i, e in enumerate(rules.expectations) if e.name == name), None)
+            if at is None:
+                known = ", ".join(repr(e.name) for e in rules.expectations) or "none"
+                raise SdpExpectError(
+                    _SQL_304, f"'{_MAX_FAILED}{name}' names no expectation of the dataset "
+                    f"(its expectations: {known})", dataset=rules.dataset,
+                    location=where.at_column(),
+                    fix=f"write '{_MAX_FAILED}<name>' with the name of a CONSTRAINT of the "
+                    "dataset (or of a rule of its rule file), as written")
+            rule = rules.expectations[at]
+            if rule.max_failed is not None:
+                raise SdpExpectError(
+                    _SQL_304, f"the rule already has max_failed {rule.max_failed.text!r} "
+                    "from its rule file", dataset=rules.dataset, expectation=name,
+                    location=where.at_column(),
+                    fix="give the tolerance in one place: the rule file or the table property")
+            tolerance = parse_tolerance(value, dataset=rules.dataset, expectation=name,
+                                        location=where.at_column())
+            rules.expectations[at] = dataclasses.replace(rule, max_failed=tolerance)
