@@ -118,6 +118,9 @@ _SQL_FIXES = {
                     "on the materialized view or streaming table that reads the view",
     "SDPX-DEF-108": "put the CONSTRAINT ... EXPECT clauses on the dataset the Auto CDC flow "
                     "reads (e.g. a temporary view), not on its target",
+    "SDPX-DEF-113": "define the dataset as a MATERIALIZED VIEW to check the tolerance, or "
+                    "remove its 'sdp_expect.max_failed.<expectation>' properties (a streaming "
+                    "table's micro-batches commit one by one, docs/thresholds.md)",
     "SDPX-DEF-112": "store the table in a format with transactional appends (USING delta or "
                     "USING iceberg), or write it with one CREATE FLOW over a UNION ALL of the "
                     "sources; if the format is safe, set "
@@ -147,7 +150,8 @@ def _check_tolerances(rules: DatasetRules, kind: DatasetKind, where: Where) -> N
                 f"max_failed={expectation.max_failed.text!r} on a {kind.value}: tolerances "
                 "are checked on materialized views only, for now",
                 dataset=rules.dataset, expectation=expectation.name,
-                location=expectation.place or where.location)
+                location=expectation.place or where.location,
+                fix=_SQL_FIXES["SDPX-DEF-113"] if where.sql else None)
 
 
 FILE_FORMATS = frozenset({"parquet", "orc", "json", "csv", "text", "avro", "xml", "binaryfile"})

@@ -335,6 +335,7 @@ CREATE STREAMING TABLE orders (
 AS SELECT * FROM STREAM(src);
 """, "orders.sql")
     assert raised.value.code == "SDPX-DEF-113"
+    assert "MATERIALIZED VIEW" in raised.value.fix
 
 
 def test_the_translation_holds_the_guard() -> None:
