@@ -40,11 +40,9 @@ import importlib.metadata
 import json
 import os
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -53,9 +51,14 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any, Callable, Iterator, Optional, TextIO
 
-from sdp_expect.cli.spark_pipelines import TOKEN_VARIABLE, Invocation, user_confs
+from sdp_expect.cli.spark_pipelines import (
+    TOKEN_VARIABLE,
+    Invocation,
+    installed_command,
+    user_confs,
+)
 from sdp_expect.errors import Location, SdpExpectError
-from sdp_expect.project import Project, UsageProblem
+from sdp_expect.project import Project
 
 __all__ = [
     "ID_KEY",
@@ -165,15 +168,7 @@ def spark_submit_command() -> str:
 
     :raises UsageProblem: when there is none (pyspark is not installed).
     """
-    chosen = os.environ.get("SDP_EXPECT_SPARK_SUBMIT")
-    if chosen:
-        return chosen
-    found = (shutil.which("spark-submit", path=os.path.dirname(sys.executable))
-             or shutil.which("spark-submit"))
-    if not found:
-        raise UsageProblem("spark-submit was not found: install pyspark[pipelines] "
-                           "(pip install 'pyspark[pipelines]>=4.1') in this environment")
-    return found
+    return installed_command("spark-submit", "SDP_EXPECT_SPARK_SUBMIT")
 
 
 def _java_option(key: str, value: str) -> str:

@@ -65,6 +65,7 @@ __all__ = [
     "is_local",
     "remote_of",
     "run_pipeline",
+    "installed_command",
     "spark_pipelines_command",
     "split_options",
     "user_confs",
@@ -181,21 +182,31 @@ def default_confs(folder: Path) -> dict[str, str]:
     }
 
 
+def installed_command(name: str, variable: str) -> str:
+    """The command ``name`` of pyspark: ``$variable`` when set, else the one next to this
+    Python, else the one on ``PATH``.
+
+    :param name: ``spark-pipelines`` or ``spark-submit``.
+    :param variable: The environment variable that names another one.
+    :raises UsageProblem: when there is none (pyspark[pipelines] is not installed).
+    """
+    chosen = os.environ.get(variable)
+    if chosen:
+        return chosen
+    found = (shutil.which(name, path=os.path.dirname(sys.executable)) or shutil.which(name))
+    if not found:
+        raise UsageProblem(f"{name} was not found: install pyspark[pipelines] "
+                           "(pip install 'pyspark[pipelines]>=4.1') in this environment")
+    return found
+
+
 def spark_pipelines_command() -> str:
     """``$SDP_EXPECT_SPARK_PIPELINES``, else the ``spark-pipelines`` next to this Python,
     else the one on ``PATH``.
 
     :raises UsageProblem: when there is none (pyspark[pipelines] is not installed).
     """
-    chosen = os.environ.get("SDP_EXPECT_SPARK_PIPELINES")
-    if chosen:
-        return chosen
-    found = (shutil.which("spark-pipelines", path=os.path.dirname(sys.executable))
-             or shutil.which("spark-pipelines"))
-    if not found:
-        raise UsageProblem("spark-pipelines was not found: install pyspark[pipelines] "
-                           "(pip install 'pyspark[pipelines]>=4.1') in this environment")
-    return found
+    return installed_command("spark-pipelines", "SDP_EXPECT_SPARK_PIPELINES")
 
 
 @dataclass(frozen=True)
