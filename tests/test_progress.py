@@ -415,10 +415,8 @@ def test_ctrl_c_stops_the_run_and_the_line_stays_as_it_was(
                    STALL_AFTER="orders_stream is RUNNING")
     started = time.monotonic()
     done = sdp_expect_on_terminal("run", "--port-wait", "0", cwd=project, env=stalled,
-                                  interrupt_after="orders_stream is RUNNING", timeout=300)
-    # The child sleeps 600 s: it was stopped. (Bounds for a busy machine: in CI, beside
-    # other Spark work, starting the stand-in server and the child alone took a minute.)
-    assert time.monotonic() - started < 200
+                                  interrupt_after="orders_stream is RUNNING", timeout=60)
+    assert time.monotonic() - started < 30  # the child sleeps 600 s: it was stopped
     assert done.returncode == 130  # EXIT_INTERRUPTED
     shown = screen(done.stdout)
     running = next(i for i, line in enumerate(shown) if "orders_stream is RUNNING" in line)
