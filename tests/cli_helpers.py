@@ -105,8 +105,17 @@ def sdp_expect_on_terminal(*args: str, cwd: Path, env: Optional[dict[str, str]] 
     try:
         streams: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE,
                                    terminal: follower}
-        process = subprocess.Popen([command, *args], cwd=cwd, env=env,
-                                   stdin=subprocess.DEVNULL, **streams)
+        # Ctrl-C reaches a command on a terminal: its SIGINT disposition is the default.
+        # A test process started in the background by a non-interactive shell ignores
+        # SIGINT, and an ignored signal stays ignored across exec (Python then installs
+        # no KeyboardInterrupt handler): so the child starts from a handled SIGINT here,
+        # which exec resets to the default.
+        ignored = signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            process = subprocess.Popen([command, *args], cwd=cwd, env=env,
+                                       stdin=subprocess.DEVNULL, **streams)
+        finally:
+            signal.signal(signal.SIGINT, ignored)
         os.close(follower)
         follower = -1
         reader.start()
