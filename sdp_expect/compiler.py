@@ -29,7 +29,14 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from sdp_expect import violation
-from sdp_expect.model import Action, DatasetKind, DatasetRules, Expectation
+from sdp_expect.model import (
+    Action,
+    DatasetKind,
+    DatasetRules,
+    Expectation,
+    count_exceeded_sql,
+    fraction_exceeded_sql,
+)
 from sdp_expect.names import (
     BATCH_DROPPED_COLUMN,
     BATCH_FAILED_COLUMN,
@@ -378,10 +385,11 @@ class RuleLogic:
             "'dropped_records', CAST(dropped AS BIGINT)"
             + (", 'max_failed', _sdpx_rule.rule_max_failed, "
                "'tolerance_exceeded', CASE WHEN _sdpx_rule.rule_max_failed IS NULL THEN NULL "
-               "WHEN _sdpx_rule.rule_fraction THEN CAST(_sdpx_failed AS DECIMAL(38,0)) * "
-               "_sdpx_rule.rule_denominator > CAST(total AS DECIMAL(38,0)) * "
-               "_sdpx_rule.rule_numerator "
-               "ELSE CAST(_sdpx_failed AS BIGINT) > _sdpx_rule.rule_numerator END"
+               "WHEN _sdpx_rule.rule_fraction THEN "
+               + fraction_exceeded_sql("_sdpx_failed", "total", "_sdpx_rule.rule_numerator",
+                                       "_sdpx_rule.rule_denominator")
+               + " ELSE " + count_exceeded_sql("CAST(_sdpx_failed AS BIGINT)",
+                                               "_sdpx_rule.rule_numerator") + " END"
                if tolerances else "")
             + ")))"
         )

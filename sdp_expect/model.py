@@ -18,6 +18,8 @@ from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.names import quarantine_name
 
 __all__ = [
+    "count_exceeded_sql",
+    "fraction_exceeded_sql",
     "DECORATORS",
     "GROUP_DECORATORS",
     "Action",
@@ -156,9 +158,20 @@ class Tolerance:
         """The SQL of :meth:`exceeded` over the BIGINT expressions ``failed`` and ``total``:
         integers only (no floating point), in DECIMAL(38, 0) so that no product overflows."""
         if not self.fraction:
-            return f"({failed} > {self.numerator})"
-        return (f"(CAST({failed} AS DECIMAL(38,0)) * {self.denominator} > "
-                f"CAST({total} AS DECIMAL(38,0)) * {self.numerator})")
+            return count_exceeded_sql(failed, str(self.numerator))
+        return fraction_exceeded_sql(failed, total, str(self.numerator), str(self.denominator))
+
+
+def count_exceeded_sql(failed: str, count: str) -> str:
+    """SQL: ``failed`` violations exceed a tolerance of ``count`` records (SQL operands)."""
+    return f"({failed} > {count})"
+
+
+def fraction_exceeded_sql(failed: str, total: str, numerator: str, denominator: str) -> str:
+    """SQL: ``failed`` of ``total`` records exceed the fraction ``numerator/denominator``
+    (SQL operands), in DECIMAL(38, 0) integers: no floating point, no overflow."""
+    return (f"(CAST({failed} AS DECIMAL(38,0)) * {denominator} > "
+            f"CAST({total} AS DECIMAL(38,0)) * {numerator})")
 
 
 def parse_tolerance(value: object, *, dataset: Optional[str] = None,
