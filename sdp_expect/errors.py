@@ -235,11 +235,11 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
         ),
         ErrorSpec(
             "SDPX-DEF-113",
-            "a tolerance (max_failed) on a streaming table or a temporary view, which "
-            "sdp-expect does not support yet",
+            "a tolerance (max_failed) on a fail or drop rule of a streaming table, or on any "
+            "rule of a temporary view, which sdp-expect cannot enforce",
             "put the rule with its tolerance on a materialized view (a streaming table's "
-            "micro-batches commit one by one, docs/thresholds.md#the-records-checked), or "
-            "remove max_failed from the streaming table's or view's rules",
+            "micro-batches commit one by one, docs/thresholds.md#the-records-checked), make "
+            "it a warn rule (reported in the metrics), or remove max_failed",
         ),
         # -- pipeline configuration --
         ErrorSpec(

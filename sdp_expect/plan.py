@@ -118,8 +118,9 @@ _SQL_FIXES = {
                     "on the materialized view or streaming table that reads the view",
     "SDPX-DEF-108": "put the CONSTRAINT ... EXPECT clauses on the dataset the Auto CDC flow "
                     "reads (e.g. a temporary view), not on its target",
-    "SDPX-DEF-113": "define the dataset as a MATERIALIZED VIEW to check the tolerance, or "
-                    "remove its 'sdp_expect.max_failed.<expectation>' properties (a streaming "
+    "SDPX-DEF-113": "define the dataset as a MATERIALIZED VIEW to enforce the tolerance, "
+                    "make it a warn rule (no ON VIOLATION clause: reported in the metrics), or "
+                    "remove its 'sdp_expect.max_failed.<expectation>' property (a streaming "
                     "table's micro-batches commit one by one, docs/thresholds.md)",
     "SDPX-DEF-112": "store the table in a format with transactional appends (USING delta or "
                     "USING iceberg), or write it with one CREATE FLOW over a UNION ALL of the "
@@ -137,21 +138,29 @@ def _error(code: str, dataset: str, where: Where, detail: Optional[str] = None
 
 
 def _check_tolerances(rules: DatasetRules, kind: DatasetKind, where: Where) -> None:
-    """SDPX-DEF-113: a tolerance on a streaming table or a temporary view
-    (docs/thresholds.md#the-records-checked). A streaming table commits each
-    micro-batch on its own, and no streaming query logic knows a micro-batch's totals
-    before it writes its records; a temporary view is inlined into every reader."""
+    """SDPX-DEF-113: a fail or drop tolerance on a streaming table, or any tolerance on a
+    temporary view (docs/thresholds.md#the-records-checked). A streaming table commits
+    each micro-batch on its own, and no streaming query logic knows a micro-batch's
+    totals before it writes its records, so only a warn tolerance (reported, judged on
+    the metrics row's counts) can be kept; a temporary view is inlined into every
+    reader."""
     if kind is DatasetKind.MATERIALIZED_VIEW:
         return
     for expectation in rules.expectations:
-        if expectation.max_failed is not None:
-            raise SdpExpectError(
-                "SDPX-DEF-113",
-                f"max_failed={expectation.max_failed.text!r} on a {kind.value}: tolerances "
-                "are checked on materialized views only, for now",
-                dataset=rules.dataset, expectation=expectation.name,
-                location=expectation.place or where.location,
-                fix=_SQL_FIXES["SDPX-DEF-113"] if where.sql else None)
+        if expectation.max_failed is None:
+            continue
+        if kind is DatasetKind.STREAMING_TABLE and expectation.action is Action.WARN:
+            continue
+        what = ("tolerances on a streaming table are reported (warn rules), not enforced"
+                if kind is DatasetKind.STREAMING_TABLE
+                else "a temporary view has no metrics to judge a tolerance on")
+        raise SdpExpectError(
+            "SDPX-DEF-113",
+            f"max_failed={expectation.max_failed.text!r} on a {expectation.action.value} "
+            f"rule of a {kind.value}: {what}",
+            dataset=rules.dataset, expectation=expectation.name,
+            location=expectation.place or where.location,
+            fix=_SQL_FIXES["SDPX-DEF-113"] if where.sql else None)
 
 
 FILE_FORMATS = frozenset({"parquet", "orc", "json", "csv", "text", "avro", "xml", "binaryfile"})

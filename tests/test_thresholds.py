@@ -3,6 +3,7 @@ runs: at, just below and just above the tolerance, against a Python oracle."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -355,3 +356,41 @@ def test_spark_computes_exceeded_as_the_python_oracle(
         assert tolerance is not None
         expected.append(tolerance.exceeded(failed, total))
     assert found == expected
+
+
+def test_a_warn_tolerance_on_a_streaming_table_is_judged_on_its_cumulative_counts(
+        make_pipeline: MakePipeline) -> None:
+    """A streaming table's metrics add up since its last full refresh, and so does the
+    judgement of a warn tolerance on them (docs/thresholds.md#the-records-checked)."""
+    pipeline = make_pipeline()
+    inbox = pipeline.path("inbox")
+
+    def define(spark: SparkSession) -> None:
+        @dp.table
+        @dp.expect("amount_present", "amount IS NOT NULL", max_failed="10%")
+        @dp.expect("id_known", "id IS NOT NULL", max_failed=1)
+        def orders() -> DataFrame:
+            return spark.readStream.schema(SCHEMA).json(str(inbox))
+
+    def write(name: str, data: list[tuple[Any, ...]]) -> None:
+        inbox.mkdir(parents=True, exist_ok=True)
+        lines = [json.dumps(dict(zip(("id", "amount", "region"), row, strict=True)))
+                 for row in data]
+        (inbox / name).write_text("".join(line + "\n" for line in lines))
+
+    pipeline.definitions = define
+    # Update 1: 1 of 10 without amount (10 %: at the tolerance), 2 without id (over 1).
+    write("1.json", [(None if i < 2 else i, None if i == 5 else i, "eu") for i in range(10)])
+    first = pipeline.run()
+    assert first.ok, first.output
+    found = {name: (r["failed_records"], r["total_records"], r["max_failed"],
+                    r["tolerance_exceeded"]) for name, r in metrics(first, "orders").items()}
+    assert found == {"amount_present": (1, 10, "10%", False), "id_known": (2, 10, "1", True)}
+    # Update 2: 2 of 5 more without amount: 3 of 15 since the start (20 %), exceeded.
+    write("2.json", [(20 + i, None if i < 2 else i, "eu") for i in range(5)])
+    second = pipeline.run()
+    assert second.ok, second.output
+    assert second.table("orders").count() == 15  # warn rules keep every record
+    found = {name: (r["failed_records"], r["total_records"], r["tolerance_exceeded"])
+             for name, r in metrics(second, "orders").items()}
+    assert found == {"amount_present": (3, 15, True), "id_known": (2, 15, True)}

@@ -207,16 +207,39 @@ def test_metrics_keep_their_columns_without_tolerances() -> None:
     assert METRICS_COLUMNS[-1] == "dropped_records"
 
 
-@pytest.mark.parametrize("kind", [DatasetKind.STREAMING_TABLE, DatasetKind.TEMPORARY_VIEW])
-@pytest.mark.parametrize("action", list(Action))
-def test_a_tolerance_on_a_streaming_table_or_view_is_refused(kind: DatasetKind,
-                                                            action: Action) -> None:
+@pytest.mark.parametrize(("kind", "action"), [
+    (DatasetKind.STREAMING_TABLE, Action.DROP), (DatasetKind.STREAMING_TABLE, Action.FAIL),
+    *((DatasetKind.TEMPORARY_VIEW, action) for action in Action)])
+def test_a_tolerance_that_cannot_be_enforced_is_refused(kind: DatasetKind,
+                                                       action: Action) -> None:
     rules = _rules(("amount_present", "amount IS NOT NULL", action, "1%"))
     with pytest.raises(SdpExpectError) as raised:
         _plan(rules, kind)
     assert raised.value.code == "SDPX-DEF-113"
     assert raised.value.expectation == "amount_present"
-    assert kind.value in str(raised.value)
+    assert kind.value in str(raised.value) and action.value in str(raised.value)
+
+
+def test_a_warn_tolerance_on_a_streaming_table_is_judged_in_its_metrics() -> None:
+    plan = _plan(_rules(("amount_present", "amount IS NOT NULL", Action.WARN, "1%")),
+                 DatasetKind.STREAMING_TABLE)
+    metrics = next(spec for spec in plan.datasets if spec.name == "orders_dq_metrics")
+    text = metrics.query.select("src")
+    assert "tolerance_exceeded" in text and "raise_error" not in text
+    assert "sum(_records)" in text  # judged on the batch log's cumulative counts
+    assert not plan.no_retry
+
+
+def test_a_warn_tolerance_on_a_sql_streaming_table_is_translated() -> None:
+    from sdp_expect import sql
+
+    translated = sql.translate("""\
+CREATE STREAMING TABLE orders (
+  CONSTRAINT amount_present EXPECT (amount IS NOT NULL)
+) TBLPROPERTIES ('sdp_expect.max_failed.amount_present' = '5')
+AS SELECT * FROM STREAM(src);
+""", "orders.sql")
+    assert "tolerance_exceeded" in translated and TOLERANCE_TAG not in translated
 
 
 def test_a_tolerance_on_a_declared_streaming_table_is_refused() -> None:

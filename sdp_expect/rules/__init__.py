@@ -158,8 +158,8 @@ def as_kwargs(expectations: Iterable[Expectation]) -> dict[str, dict[str, str]]:
             raise SdpExpectError(
                 "SDPX-DEF-113",
                 f"as_kwargs cannot pass max_failed={expectation.max_failed.text!r} on: "
-                "{name: constraint} dicts carry no tolerance, and streaming tables take none "
-                "yet", expectation=expectation.name, location=expectation.place,
+                "{name: constraint} dicts carry no tolerance",
+                expectation=expectation.name, location=expectation.place,
                 fix="attach the rule file to a materialized view with "
                 "@dp.expect_from_file(path), which keeps each rule's tolerance, or remove "
                 "max_failed from the rule")
