@@ -8,6 +8,11 @@ materialized views with tolerances, their tables read as ``sdp-expect run`` and
   ``run`` kept;
 - a warn rule over its tolerance is flagged on its rule line, in its JSON entry and
   in the HTML rules table; rules without tolerance look as before.
+
+Pipelines run in the shared server of ``tests/sdp_runner.py``; the real output of
+``spark-pipelines run`` (captured per Spark line by
+``tests/fixtures/spark_output/capture.py tolerance``) is replayed to the real
+``sdp-expect run``; one true ``sdp-expect run`` checks the whole chain.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
-from cli_helpers import sdp_expect, write_project
+from cli_helpers import REPO, replaying_project, sdp_expect, write_project
 from pyspark.sql import DataFrame
 from pyspark.sql.connect.session import SparkSession
 from sdp_runner import MakePipeline, Pipeline, RunResult
@@ -32,9 +37,21 @@ from sdp_expect.report.html import render_html
 from sdp_expect.report.model import FAILED, NO_SUCCESS, UPDATED, QualityReport, TableReading
 from sdp_expect.report.reader import _collect, load_history, save_history
 from sdp_expect.report.text import to_text
-from sdp_expect.violation import ToleranceFailure, TolerancePart, format_tolerance_message
+from sdp_expect.violation import (
+    ToleranceFailure,
+    TolerancePart,
+    find_tolerance_failures,
+    format_tolerance_message,
+)
 
 SCHEMA = "id INT, amount INT, region STRING"
+FIXTURES = REPO / "tests" / "fixtures" / "spark_output"
+REPLAY = """\
+import os, sys
+with open(os.environ["REPLAY"], encoding="utf-8") as handle:
+    sys.stdout.write(handle.read())
+sys.exit(1)
+"""
 ODD = "it's; odd: rule"
 """A rule name with the message's separators and a quote."""
 
@@ -304,3 +321,53 @@ def test_sdp_expect_run_shows_tolerances_in_its_text_and_json_summary(tmp_path: 
     assert {r["expectation"]: (r["failed_records"], r["max_failed"], r["tolerance_exceeded"])
             for r in datasets["kept"]["rules"]} == {
         "region_known": (3, "10%", True), "amount_present": (3, "3", False)}
+
+
+# --------------------------------------------------------------------------- replayed runs
+
+TOLERANCE_CAPTURES = sorted(FIXTURES.glob("tolerance-pyspark-*.txt"))
+"""Real ``spark-pipelines run`` output of a flow over its tolerances, per Spark line
+(``tests/fixtures/spark_output/capture.py tolerance``)."""
+CAPTURED = ToleranceFailure("orders_silver", (TolerancePart("it's; odd: rule", 1, 3, "10%"),
+                                              TolerancePart("has_note", 1, 3, "0")))
+CAPTURED_LINES = ("  FAILED: expectation 'it\\'s; odd: rule' over its tolerance: 1 of 3 records "
+                  "failed (33.333%), more than max_failed '10%'\n"
+                  "  FAILED: expectation 'has_note' over its tolerance: 1 of 3 records failed "
+                  "(33.333%), more than max_failed '0'\n")
+
+
+def test_there_are_captures_of_the_oldest_and_the_newest_spark_line() -> None:
+    versions = {".".join(p.name.split("-")[2].split(".")[:2]) for p in TOLERANCE_CAPTURES}
+    assert {"4.1", "4.3"} <= versions, versions
+
+
+@pytest.mark.parametrize("path", TOLERANCE_CAPTURES, ids=[p.stem for p in TOLERANCE_CAPTURES])
+def test_sdp_expect_run_on_a_replayed_real_run_shows_the_one_tolerance_failure(
+        path: Path, tmp_path: Path) -> None:
+    log = EventLog()
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            log.feed(line)
+    assert log.tolerance_failures == [CAPTURED]
+    assert log.violations == []  # a record's note shaped like a violation is not one
+    assert log.flows["spark_catalog.default.orders_silver"] == "FAILED", log.flows
+    text_lines = path.read_text(encoding="utf-8").splitlines()
+    assert len([line for line in text_lines if find_tolerance_failures(line)]) >= 2
+
+    project, env = replaying_project(tmp_path, REPLAY, path)
+    text = sdp_expect("run", "--no-summary", "--port-wait", "0", cwd=project, env=env)
+    assert text.returncode == 1, text.stdout + text.stderr
+    listed = text.stdout[text.stdout.rindex("== Expectations over their tolerance"):]
+    assert f"\norders_silver\n{CAPTURED_LINES}" in listed, listed
+    assert listed.count("over its tolerance:") == 2, listed
+    assert text.stdout.rstrip().endswith(
+        "sdp-expect run: FAILED, 1 flow over its tolerance (exit status 1)"), text.stdout[-2000:]
+    as_json = sdp_expect("run", "--no-summary", "--port-wait", "0", "--format", "json",
+                         cwd=project, env=env)
+    document = json.loads(as_json.stdout)
+    assert document["exit_code"] == 1 and document["violations"] == []
+    assert document["tolerance_failures"] == [{"dataset": "orders_silver", "rules": [
+        {"expectation": "it's; odd: rule", "failed_records": 1, "total_records": 3,
+         "failure_percentage": 33.33, "max_failed": "10%"},
+        {"expectation": "has_note", "failed_records": 1, "total_records": 3,
+         "failure_percentage": 33.33, "max_failed": "0"}]}]

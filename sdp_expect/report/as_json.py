@@ -51,9 +51,13 @@ def tolerance_failure_from_dict(data: Any) -> Optional[ToleranceFailure]:
 
 def summary_dict(summary: DatasetSummary) -> dict[str, Any]:
     """One dataset's summary as JSON-ready data."""
-    rules = [dict(asdict(rule), total_records=rule.total_records,
-                  failure_percentage=None if rule.failure_percentage is None
-                  else round(rule.failure_percentage, 2)) for rule in summary.rules]
+    rules = []
+    for rule in summary.rules:
+        entry = asdict(rule)
+        tolerance = {key: entry.pop(key) for key in ("max_failed", "tolerance_exceeded")}
+        rules.append(dict(entry, total_records=rule.total_records,
+                          failure_percentage=None if rule.failure_percentage is None
+                          else round(rule.failure_percentage, 2), **tolerance))
     data = asdict(summary)
     data["rules"] = rules
     data["violations"] = [violation_dict(v) for v in summary.violations]

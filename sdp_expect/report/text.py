@@ -126,8 +126,10 @@ def _rule_table(summary: DatasetSummary, color: bool) -> list[str]:
     def line(cells: Sequence[str], styles: Sequence[Optional[str]]) -> str:
         parts = []
         for index, (cell, style) in enumerate(zip(cells, styles, strict=True)):
-            padded = (cell.ljust(widths[index]) if index < 2 or index == 5
-                      else cell.rjust(widths[index]))
+            if index == 5:  # the last column (max_failed): not padded
+                padded = cell
+            else:
+                padded = cell.ljust(widths[index]) if index < 2 else cell.rjust(widths[index])
             parts.append(paint(padded, style, color) if style else padded)
         return "    " + "  ".join(parts).rstrip()
 
