@@ -1,4 +1,5 @@
-"""The ``[EXPECTATION_VIOLATION]`` message: its format and its parser, side by side.
+"""The ``[EXPECTATION_VIOLATION]`` and ``[EXPECTATION_TOLERANCE_EXCEEDED]`` messages: their
+format and their parser, side by side.
 
 A record that violates fail expectations stops its flow with Spark's
 ``raise_error`` and this message (Lakeflow's wording), on one line::
@@ -33,6 +34,21 @@ where a quoted name must follow there is SQL instead, so a plan never reads as
 a violation. The round trip (format, then Spark, then parse) is tested in
 ``tests/test_violation_line.py``.
 
+A fail or drop rule over its tolerance (docs/thresholds.md) stops its flow with
+the second message of this module, also on one line::
+
+    [EXPECTATION_TOLERANCE_EXCEEDED] Flow 'orders' failed: expectations over their
+    tolerance: 'amount_present': 3 of 200 records failed (1.5%), more than max_failed '1%'.
+
+written by :func:`tolerance_message_sql` (its Python twin:
+:func:`format_tolerance_message`) and read back by :func:`find_tolerance_failures`,
+with the same quoted names: the rules over their tolerance in declaration order,
+separated by ``; ``, each with its violations, the records checked, the rate (Spark's
+text of a DOUBLE, not read back: the counts say it exactly) and its tolerance as
+written. The error message in Spark's event is the only channel from a failed flow
+to ``sdp-expect run``; ``tests/test_tolerance_message.py`` checks that the reader is
+the exact inverse of the writer.
+
 This module imports no pyspark (``sdp-expect run`` and ``report`` use it);
 :func:`message_sql`, called by the compiler only, takes the compiler's SQL
 string literal escape.
@@ -40,6 +56,7 @@ string literal escape.
 
 from __future__ import annotations
 
+import decimal
 import json
 import re
 import unicodedata
@@ -52,8 +69,13 @@ __all__ = [
     "RECORD_SQL",
     "TAG",
     "TOLERANCE_TAG",
+    "ToleranceFailure",
     "TolerancePart",
+    "find_tolerance_failures",
+    "format_tolerance_failure",
     "format_tolerance_message",
+    "parse_tolerance_message",
+    "rate_text",
     "tolerance_message_sql",
     "Violation",
     "find_all",
@@ -173,10 +195,36 @@ class TolerancePart:
     tolerance: str
 
 
-def _rate_text(failed: int, total: int) -> str:
+@dataclass(frozen=True)
+class ToleranceFailure:
+    """A flow failed by rules over their tolerance, as its message says.
+
+    :param dataset: The dataset whose flow failed.
+    :param parts: The fail and drop rules over their tolerance, in declaration order.
+    """
+
+    dataset: str
+    parts: tuple[TolerancePart, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parts", tuple(self.parts))
+
+
+def rate_text(failed: int, total: int) -> str:
     """The rate as :func:`tolerance_message_sql` writes it: percent, rounded to 3 places
-    as Spark's ``round`` of a DOUBLE prints it."""
-    return f"{round(failed * 100 / total, 3) if total else 0.0!r}%"
+    as Spark's ``round`` of a DOUBLE prints it.
+
+    Spark rounds the DOUBLE's shortest decimal text half up (``BigDecimal(d).setScale(3,
+    HALF_UP)``); Python's ``round`` rounds the binary value half to even, which differs
+    on ties (1 of 64 records is 1.5625 %: Spark writes ``1.563%``).
+    """
+    if not total:
+        return "0.0%"
+    exact = decimal.Decimal(repr(failed * 100 / total))
+    return f"{float(exact.quantize(_THOUSANDTH, rounding=decimal.ROUND_HALF_UP))!r}%"
+
+
+_THOUSANDTH = decimal.Decimal("0.001")
 
 
 def format_tolerance_message(dataset: str, parts: Sequence[TolerancePart]) -> str:
@@ -184,9 +232,15 @@ def format_tolerance_message(dataset: str, parts: Sequence[TolerancePart]) -> st
     :func:`tolerance_message_sql` builds)."""
     said = _PART_SEPARATOR.join(
         f"{quote(p.name)}: {p.failed} of {p.total} records failed "
-        f"({_rate_text(p.failed, p.total)}), more than max_failed {quote(p.tolerance)}"
+        f"({rate_text(p.failed, p.total)}), more than max_failed {quote(p.tolerance)}"
         for p in parts)
     return f"{TOLERANCE_TAG} Flow {quote(dataset)}{_TOLERANCE_HEAD}{said}."
+
+
+def format_tolerance_failure(failure: ToleranceFailure) -> str:
+    """The message of ``failure`` (:func:`format_tolerance_message`); read back by
+    :func:`parse_tolerance_message`."""
+    return format_tolerance_message(failure.dataset, failure.parts)
 
 
 def tolerance_message_sql(dataset: str, checks: Sequence[tuple[str, str, str, str]],
@@ -286,4 +340,96 @@ def find_all(text: str) -> list[Violation]:
 def parse(text: str) -> Optional[Violation]:
     """The first violation message in ``text`` (one output line, or an error message)."""
     found = find_all(text)
+    return found[0] if found else None
+
+
+# --------------------------------------------------------------------------- the tolerance parser
+
+_TOLERANCE_FLOW = f"{TOLERANCE_TAG} Flow "
+_COUNT = re.compile(r"0|[1-9][0-9]*")
+_RATE = re.compile(r" \(([0-9]+(?:\.[0-9]+)?(?:E-?[0-9]+)?)%\), more than max_failed ")
+"""The rate between the counts and the tolerance: Spark's text of a DOUBLE (not read: the
+counts say it exactly)."""
+
+
+def _count_at(text: str, start: int) -> Optional[tuple[int, int]]:
+    found = _COUNT.match(text, start)
+    if found is None:
+        return None
+    return int(found.group(0)), found.end()
+
+
+def _tolerance_part_at(text: str, start: int) -> Optional[tuple[TolerancePart, int]]:
+    """One ``'rule': F of T records failed (R%), more than max_failed 'tolerance'``."""
+    name = _unquote(text, start)
+    if name is None or not text.startswith(": ", name[1]):
+        return None
+    failed = _count_at(text, name[1] + 2)
+    if failed is None or not text.startswith(" of ", failed[1]):
+        return None
+    total = _count_at(text, failed[1] + 4)
+    if total is None or not text.startswith(" records failed", total[1]):
+        return None
+    rate = _RATE.match(text, total[1] + len(" records failed"))
+    if rate is None:
+        return None
+    tolerance = _unquote(text, rate.end())
+    if tolerance is None:
+        return None
+    return TolerancePart(name[0], failed[0], total[0], tolerance[0]), tolerance[1]
+
+
+def _tolerance_at(text: str, start: int) -> Optional[tuple[ToleranceFailure, int]]:
+    """The tolerance message starting at ``start`` and where it ends, if one starts there."""
+    if not text.startswith(_TOLERANCE_FLOW, start):
+        return None
+    flow = _unquote(text, start + len(_TOLERANCE_FLOW))
+    if flow is None or not text.startswith(_TOLERANCE_HEAD, flow[1]):
+        return None
+    parts: list[TolerancePart] = []
+    at = flow[1] + len(_TOLERANCE_HEAD)
+    while True:
+        part = _tolerance_part_at(text, at)
+        if part is None:
+            return None
+        parts.append(part[0])
+        at = part[1]
+        if not text.startswith(_PART_SEPARATOR, at):
+            break
+        at += len(_PART_SEPARATOR)
+    if not text.startswith(".", at):
+        return None
+    after = at + 1
+    if after < len(text) and not text[after].isspace():
+        return None
+    return ToleranceFailure(dataset=flow[0], parts=tuple(parts)), after
+
+
+def find_tolerance_failures(text: str) -> list[ToleranceFailure]:
+    """Every ``[EXPECTATION_TOLERANCE_EXCEEDED]`` message in ``text``, once each, in order.
+
+    The reader of what :func:`tolerance_message_sql` makes Spark raise (and
+    :func:`format_tolerance_message` writes), by the grammar of :func:`find_all`: a
+    message starts at the tag at the start of the text or after a space, names are
+    quoted names in their canonical form, counts are digits without leading zeros, and
+    the message ends with ``.`` before the end of the text or a space. Text that does
+    not follow it (a query plan quoting the message's SQL) is skipped.
+    """
+    found: list[ToleranceFailure] = []
+    at = text.find(TOLERANCE_TAG)
+    while at >= 0:
+        parsed = _tolerance_at(text, at) if at == 0 or text[at - 1].isspace() else None
+        if parsed is None:
+            at = text.find(TOLERANCE_TAG, at + 1)
+            continue
+        failure, end = parsed
+        if failure not in found:
+            found.append(failure)
+        at = text.find(TOLERANCE_TAG, end)
+    return found
+
+
+def parse_tolerance_message(text: str) -> Optional[ToleranceFailure]:
+    """The first tolerance message in ``text`` (one output line, or an error message)."""
+    found = find_tolerance_failures(text)
     return found[0] if found else None

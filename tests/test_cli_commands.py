@@ -275,7 +275,8 @@ def test_run_summary_text_and_json() -> None:
     assert orders["rules"][0] == {"expectation": "recent", "action": "warn",
                                   "constraint": "recent ok", "passed_records": 7,
                                   "failed_records": 3, "total_records": 10,
-                                  "failure_percentage": 30.0}
+                                  "failure_percentage": 30.0, "max_failed": None,
+                                  "tolerance_exceeded": None}
     assert orders["quarantine"]["records"] == 2 and orders["dropped_records"] == 2
     assert document["violations"][0]["record"] == {"revenue": -1}
 

@@ -77,6 +77,7 @@ def test_a_fail_tolerance_not_exceeded_writes_every_record_and_counts(
     ("1%", 1, 99, "1.01%"),   # 1 of 99 is above 1 %
     (2, 3, 100, "3.0%"),      # just above a count
     ("0", 1, 10, "10.0%"),
+    ("1%", 1, 64, "1.563%"),  # 1.5625: Spark's round is half up
 ])
 def test_a_fail_tolerance_exceeded_fails_the_update_and_skips_downstream(
         make_pipeline: MakePipeline, max_failed: Any, failed: int, total: int,

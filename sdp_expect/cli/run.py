@@ -37,7 +37,7 @@ from sdp_expect.definitions import DEFINITIONS_VARIABLE
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.layout import layout_problems
 from sdp_expect.project import Project, UsageProblem, find_spec, load_project
-from sdp_expect.report.as_json import report_dict, violation_dict
+from sdp_expect.report.as_json import report_dict, tolerance_failure_dict, violation_dict
 from sdp_expect.report.build import build_report
 from sdp_expect.report.model import DEFAULT_SAMPLE, QualityReport, ReadError
 from sdp_expect.report.reader import (
@@ -46,7 +46,13 @@ from sdp_expect.report.reader import (
     read_through_server,
     save_history,
 )
-from sdp_expect.report.text import paint, to_text, use_color, violation_lines
+from sdp_expect.report.text import (
+    paint,
+    to_text,
+    tolerance_lines,
+    use_color,
+    violation_lines,
+)
 
 __all__ = [
     "DRY_RUN_DESCRIPTION",
@@ -187,7 +193,8 @@ def exit_status(outcome: Outcome) -> int:
     """0 all well, 1 the pipeline or an expectation failed, 2 spark-pipelines' usage error."""
     if outcome.returncode == 2:
         return EXIT_USAGE
-    if outcome.returncode != 0 or outcome.events.violations:
+    if outcome.returncode != 0 or outcome.events.violations \
+            or outcome.events.tolerance_failures:
         return EXIT_PROBLEMS
     if outcome.events.run_state not in (None, "COMPLETED"):
         return EXIT_PROBLEMS
@@ -214,6 +221,7 @@ def summarize_run(project: Project, outcome: Outcome, sample: int, *,
                               remote=remote, sample=sample)
     events = outcome.events
     return build_report(reading, flows=events.flows, violations=events.violations,
+                        tolerance_failures=events.tolerance_failures,
                         run_status=events.run_state or ("COMPLETED" if outcome.returncode == 0
                                                         else "FAILED"))
 
@@ -224,6 +232,10 @@ def _final_line(action: str, outcome: Outcome, status: int, color: bool) -> str:
     text = f"sdp-expect {action}: {state}"
     if count:
         text += f", {count} expectation violation{'s' if count != 1 else ''}"
+    over = len(outcome.events.tolerance_failures)
+    if over:
+        text += (f", {over} flow{'s' if over != 1 else ''} over "
+                 f"{'their' if over != 1 else 'its'} tolerance")
     text += f" (exit status {status})"
     return "\n" + paint(text, "bold green" if status == 0 else "bold red", color) + "\n"
 
@@ -308,15 +320,22 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
             document.update(report_dict(report))
         else:
             document["violations"] = [violation_dict(v) for v in outcome.events.violations]
+            document["tolerance_failures"] = [tolerance_failure_dict(f) for f
+                                              in outcome.events.tolerance_failures]
         write_text(sys.stdout, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
         return status
     if report is not None:
         write_text(sys.stdout, "\n" + to_text(report, color=color))
-    elif outcome.events.violations:
-        lines = ["", paint("== Expectation violations", "bold", color)]
+    elif outcome.events.violations or outcome.events.tolerance_failures:
+        title = ("== Expectation violations" if outcome.events.violations
+                 else "== Expectations over their tolerance")
+        lines = ["", paint(title, "bold", color)]
         for violation in outcome.events.violations:
             lines.append(paint(violation.dataset, "bold", color))
             lines.extend(violation_lines(violation, color, "  "))
+        for failure in outcome.events.tolerance_failures:
+            lines.append(paint(failure.dataset, "bold", color))
+            lines.extend(tolerance_lines(failure, color, "  "))
         write_text(sys.stdout, "\n".join(lines) + "\n")
     write_text(sys.stdout, paint(f"full log: {_shown_path(log_path)}\n", "dim", color))
     write_text(sys.stdout, _final_line(action, outcome, status, color))

@@ -50,7 +50,7 @@ from sdp_expect.cli.progress import Progress
 from sdp_expect.cli.run_output import ChildOutput, RuleError
 from sdp_expect.project import Project, UsageProblem
 from sdp_expect.report.text import paint
-from sdp_expect.violation import Violation
+from sdp_expect.violation import ToleranceFailure, Violation
 
 __all__ = [
     "SERVER_OPTIONS",
@@ -358,6 +358,8 @@ class EventLog:
     violations: list[Violation] = field(default_factory=list)
     """Every expectation violation reported, once each (Spark repeats the message in
     several events and in the final exception)."""
+    tolerance_failures: list[ToleranceFailure] = field(default_factory=list)
+    """Every flow reported failed by rules over their tolerance, once each."""
 
     def feed(self, line: str) -> None:
         """Note what one output line (an event, Python's output) says."""
@@ -375,6 +377,9 @@ class EventLog:
         for violation in violations.find_all(line):
             if violation not in self.violations:
                 self.violations.append(violation)
+        for failure in violations.find_tolerance_failures(line):
+            if failure not in self.tolerance_failures:
+                self.tolerance_failures.append(failure)
 
 
 def highlight(line: str, color: bool) -> str:
@@ -382,7 +387,7 @@ def highlight(line: str, color: bool) -> str:
     if not color:
         return line
     body, newline = (line[:-1], "\n") if line.endswith("\n") else (line, "")
-    if violations.parse(body) is not None:
+    if violations.parse(body) is not None or violations.parse_tolerance_message(body):
         return paint(body, "bold red", True) + newline
     if "has FAILED" in body or "Run is FAILED" in body or "is FAILED" in body:
         return paint(body, "red", True) + newline

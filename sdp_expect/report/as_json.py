@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Optional
 
 from sdp_expect.report.model import DatasetSummary, QualityReport
-from sdp_expect.violation import Violation
+from sdp_expect.violation import ToleranceFailure, TolerancePart, Violation
 
-__all__ = ["report_dict", "summary_dict", "to_json", "violation_dict"]
+__all__ = ["report_dict", "summary_dict", "to_json", "tolerance_failure_dict",
+           "tolerance_failure_from_dict", "violation_dict"]
 
 
 def violation_dict(violation: Violation, *, parsed: bool = True) -> dict[str, Any]:
@@ -18,14 +19,49 @@ def violation_dict(violation: Violation, *, parsed: bool = True) -> dict[str, An
             "record": violation.record_value() if parsed else violation.record}
 
 
+def _percentage(failed: int, total: int) -> Any:
+    return None if total == 0 else round(100.0 * failed / total, 2)
+
+
+def tolerance_failure_dict(failure: ToleranceFailure) -> dict[str, Any]:
+    """A flow failed by rules over their tolerance, as JSON-ready data: per rule, the
+    fields of a rule's entry (``expectation``, ``failed_records``, ``total_records``,
+    ``failure_percentage``, ``max_failed``)."""
+    return {"dataset": failure.dataset,
+            "rules": [{"expectation": part.name, "failed_records": part.failed,
+                       "total_records": part.total,
+                       "failure_percentage": _percentage(part.failed, part.total),
+                       "max_failed": part.tolerance} for part in failure.parts]}
+
+
+def tolerance_failure_from_dict(data: Any) -> Optional[ToleranceFailure]:
+    """:func:`tolerance_failure_dict` read back (the history file); None when it is not one."""
+    if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
+        return None
+    try:
+        parts = tuple(TolerancePart(name=str(rule["expectation"]),
+                                    failed=int(rule["failed_records"]),
+                                    total=int(rule["total_records"]),
+                                    tolerance=str(rule["max_failed"]))
+                      for rule in data["rules"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return ToleranceFailure(dataset=str(data.get("dataset")), parts=parts) if parts else None
+
+
 def summary_dict(summary: DatasetSummary) -> dict[str, Any]:
     """One dataset's summary as JSON-ready data."""
-    rules = [dict(asdict(rule), total_records=rule.total_records,
-                  failure_percentage=None if rule.failure_percentage is None
-                  else round(rule.failure_percentage, 2)) for rule in summary.rules]
+    rules = []
+    for rule in summary.rules:
+        entry = asdict(rule)
+        tolerance = {key: entry.pop(key) for key in ("max_failed", "tolerance_exceeded")}
+        rules.append(dict(entry, total_records=rule.total_records,
+                          failure_percentage=None if rule.failure_percentage is None
+                          else round(rule.failure_percentage, 2), **tolerance))
     data = asdict(summary)
     data["rules"] = rules
     data["violations"] = [violation_dict(v) for v in summary.violations]
+    data["tolerance_failures"] = [tolerance_failure_dict(f) for f in summary.tolerance_failures]
     return data
 
 
@@ -37,6 +73,7 @@ def report_dict(report: QualityReport) -> dict[str, Any]:
         "run_status": report.run_status,
         "datasets": [summary_dict(d) for d in report.datasets],
         "violations": [violation_dict(v) for v in report.violations],
+        "tolerance_failures": [tolerance_failure_dict(f) for f in report.tolerance_failures],
         "notes": list(report.notes),
     }
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Sequence
 
+from sdp_expect.report.as_json import tolerance_failure_from_dict
 from sdp_expect.report.model import (
     FAILED,
     LAST_SUCCESS,
@@ -21,7 +22,7 @@ from sdp_expect.report.model import (
     RuleResult,
     TableReading,
 )
-from sdp_expect.violation import Violation
+from sdp_expect.violation import ToleranceFailure, Violation
 
 __all__ = ["build_report"]
 
@@ -33,6 +34,24 @@ def _int(value: Any) -> int:
         return 0
 
 
+def _optional_text(value: Any) -> Optional[str]:
+    return None if value is None else str(value)
+
+
+def _optional_bool(value: Any) -> Optional[bool]:
+    return None if value is None else bool(value)
+
+
+def _rule(row: Mapping[str, Any]) -> RuleResult:
+    """A rule's entry: a metrics table's row, or a kept summary's rule."""
+    return RuleResult(
+        expectation=str(row["expectation"]), action=str(row["action"]),
+        constraint=str(row["constraint"]), passed_records=_int(row["passed_records"]),
+        failed_records=_int(row["failed_records"]),
+        max_failed=_optional_text(row.get("max_failed")),
+        tolerance_exceeded=_optional_bool(row.get("tolerance_exceeded")))
+
+
 def _dataset_from_table(entry: Mapping[str, Any]) -> DatasetSummary:
     table = str(entry["table"])
     rows = list(entry.get("rows", []))
@@ -41,10 +60,7 @@ def _dataset_from_table(entry: Mapping[str, Any]) -> DatasetSummary:
         dataset=name, metrics_table=table,
         streaming=STREAMING_METRICS_COMMENT in str(entry.get("comment", "")))
     for row in rows:
-        summary.rules.append(RuleResult(
-            expectation=str(row["expectation"]), action=str(row["action"]),
-            constraint=str(row["constraint"]), passed_records=_int(row["passed_records"]),
-            failed_records=_int(row["failed_records"])))
+        summary.rules.append(_rule(row))
         summary.total_records = _int(row["total_records"])
         summary.dropped_records = _int(row["dropped_records"])
     return summary
@@ -57,7 +73,8 @@ def _short(name: str) -> str:
 
 def build_report(reading: TableReading, *, flows: Optional[Mapping[str, str]] = None,
                  violations: Sequence[Violation] = (), run_status: Optional[str] = None,
-                 history: Optional[Mapping[str, Any]] = None) -> QualityReport:
+                 history: Optional[Mapping[str, Any]] = None,
+                 tolerance_failures: Sequence[ToleranceFailure] = ()) -> QualityReport:
     """Combine what the tables hold with what a run said.
 
     :param reading: The tables, from :func:`~sdp_expect.report.reader.read_tables`.
@@ -67,14 +84,18 @@ def build_report(reading: TableReading, *, flows: Optional[Mapping[str, str]] = 
     :param run_status: The run's final state.
     :param history: Kept summaries (:func:`~sdp_expect.report.reader.load_history`), used
         for a dataset whose metrics table is empty; for ``report``, its last run's
-        violations are shown.
+        violations and tolerance failures are shown.
+    :param tolerance_failures: For ``run``: the flows it reported failed by rules over
+        their tolerance.
     """
     states = {_short(flow): state for flow, state in (flows or {}).items()}
     if flows is None:
         # `report`: the violations of the last run, as `sdp-expect run` kept them.
         violations = _kept_violations(history or {})
+        tolerance_failures = _kept_tolerance_failures(history or {})
     report = QualityReport(catalog=reading.catalog, database=reading.database,
                            run_status=run_status, violations=list(violations),
+                           tolerance_failures=list(tolerance_failures),
                            notes=list(reading.notes))
     quarantines = {str(q["dataset"]): q for q in reading.quarantines}
     kept = dict((history or {}).get("datasets", {}))
@@ -97,6 +118,8 @@ def build_report(reading: TableReading, *, flows: Optional[Mapping[str, str]] = 
                     summary.status = NO_SUCCESS
         summary.violations = [v for v in report.violations
                               if _short(v.dataset) == summary.dataset]
+        summary.tolerance_failures = [f for f in report.tolerance_failures
+                                      if _short(f.dataset) == summary.dataset]
         if flows is not None:
             summary.status = _run_state(summary, states)
         report.datasets.append(summary)
@@ -120,10 +143,22 @@ def _kept_violations(history: Mapping[str, Any]) -> list[Violation]:
     return found
 
 
+def _kept_tolerance_failures(history: Mapping[str, Any]) -> list[ToleranceFailure]:
+    """The tolerance failures of the last run, from the history ``sdp-expect run`` wrote."""
+    last_run = history.get("last_run")
+    entries = last_run.get("tolerance_failures", []) if isinstance(last_run, dict) else []
+    found: list[ToleranceFailure] = []
+    for entry in entries if isinstance(entries, list) else []:
+        failure = tolerance_failure_from_dict(entry)
+        if failure is not None and failure not in found:
+            found.append(failure)
+    return found
+
+
 def _run_state(summary: DatasetSummary, states: Mapping[str, str]) -> str:
     own = states.get(summary.dataset)
     metrics = states.get(summary.metrics_table)
-    if summary.violations or own == "FAILED" or metrics == "FAILED":
+    if summary.violations or summary.tolerance_failures or own == "FAILED" or metrics == "FAILED":
         return FAILED
     if metrics == "COMPLETED":
         return UPDATED
@@ -140,11 +175,7 @@ def _from_history(kept: Mapping[str, Any], current: DatasetSummary) -> DatasetSu
         streaming=bool(data.get("streaming", current.streaming)),
         total_records=_int(data.get("total_records")),
         dropped_records=_int(data.get("dropped_records")),
-        rules=[RuleResult(expectation=str(r["expectation"]), action=str(r["action"]),
-                          constraint=str(r["constraint"]),
-                          passed_records=_int(r["passed_records"]),
-                          failed_records=_int(r["failed_records"]))
-               for r in data.get("rules", [])],
+        rules=[_rule(r) for r in data.get("rules", [])],
         status=LAST_SUCCESS, recorded_at=str(kept.get("recorded_at")))
     q = data.get("quarantine")
     if isinstance(q, dict):

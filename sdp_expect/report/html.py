@@ -25,7 +25,7 @@ from sdp_expect.report.model import (
     QualityReport,
     RuleResult,
 )
-from sdp_expect.violation import Violation
+from sdp_expect.violation import ToleranceFailure, Violation, rate_text
 
 __all__ = ["render_html"]
 
@@ -96,6 +96,8 @@ h3 { font-size: 15px; margin: 18px 0 6px; }
 .legend i { display: inline-block; width: 10px; height: 10px; border-radius: 2px;
   margin: 0 4px 0 10px; vertical-align: middle; }
 .note { color: var(--muted); font-size: 13px; }
+.tolerance.exceeded { color: #8a5a00; background: #fff8e1; border: 1px solid var(--warn);
+  border-radius: 4px; padding: 1px 6px; font-weight: 600; }
 footer { color: var(--muted); font-size: 12px; padding: 0 32px 24px; }
 """
 
@@ -133,23 +135,37 @@ def _bar(rule: RuleResult) -> str:
             f'<span class="failed {_e(rule.action)}" style="width:{failed:.4f}%"></span></div>')
 
 
+def _tolerance(rule: RuleResult) -> tuple[str, str]:
+    """The attributes of a rule's row and its tolerance cell (a dataset with tolerances)."""
+    if rule.max_failed is None:
+        return "", '<td class="tolerance"></td>'
+    exceeded = "true" if rule.tolerance_exceeded else "false"
+    cell = (f'<span class="tolerance exceeded" title="more than max_failed '
+            f'{_e(rule.max_failed)}">{_e(rule.max_failed)} exceeded</span>'
+            if rule.tolerance_exceeded else _e(rule.max_failed))
+    return (f' data-max-failed="{_e(rule.max_failed)}" data-tolerance-exceeded="{exceeded}"',
+            f'<td class="tolerance">{cell}</td>')
+
+
 def _rules_table(summary: DatasetSummary) -> str:
+    tolerances = summary.has_tolerances
     rows = []
     for rule in summary.rules:
+        attributes, cell = _tolerance(rule) if tolerances else ("", "")
         rows.append(
             f'<tr data-rule="{_e(rule.expectation)}" data-passed="{rule.passed_records}" '
-            f'data-failed="{rule.failed_records}">'
+            f'data-failed="{rule.failed_records}"{attributes}>'
             f'<td><code>{_e(rule.expectation)}</code>'
             f'<div class="constraint">{_e(rule.constraint)}</div></td>'
             f'<td><span class="action {_e(rule.action)}">{_e(rule.action)}</span></td>'
             f'<td class="bar-cell">{_bar(rule)}</td>'
             f'<td class="num passed-count">{rule.passed_records}</td>'
             f'<td class="num failed-count">{rule.failed_records}</td>'
-            f'<td class="num">{_percent(rule.failure_percentage)}</td></tr>')
+            f'<td class="num">{_percent(rule.failure_percentage)}</td>{cell}</tr>')
     return ('<table class="rules"><thead><tr><th>Rule</th><th>Action</th>'
             '<th>Passed vs failed</th><th class="num">Passed</th><th class="num">Failed</th>'
-            '<th class="num">Failed %</th></tr></thead><tbody>' + "".join(rows)
-            + "</tbody></table>")
+            '<th class="num">Failed %</th>' + ("<th>max_failed</th>" if tolerances else "")
+            + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 
 def _cell(value: Any, column: str) -> str:
@@ -190,16 +206,33 @@ def _violation(violation: Violation) -> str:
             f'<pre class="record">{_e(violation.record)}</pre></div>')
 
 
+def _tolerance_failure(failure: ToleranceFailure) -> str:
+    """A flow failed by rules over their tolerance: each rule, its counts and tolerance."""
+    rules = "".join(
+        f'<li data-rule="{_e(part.name)}" data-failed="{part.failed}" '
+        f'data-total="{part.total}" data-max-failed="{_e(part.tolerance)}">'
+        f'<code class="expectation">{_e(part.name)}</code>: {part.failed} of {part.total} '
+        f"records failed ({_e(rate_text(part.failed, part.total))}), more than max_failed "
+        f'<code class="max-failed">{_e(part.tolerance)}</code></li>' for part in failure.parts)
+    said = ("expectation over its tolerance" if len(failure.parts) == 1
+            else "expectations over their tolerance")
+    return (f'<div class="violation tolerance-failure" data-dataset="{_e(failure.dataset)}">'
+            f"<strong>Update failed:</strong> {said}<ul>{rules}</ul></div>")
+
+
 def _unattached(report: QualityReport) -> str:
     """The violations of datasets that have no metrics table (``@dp.metrics(False)``)."""
     shown = {v for d in report.datasets for v in d.violations}
     others = [v for v in report.violations if v not in shown]
+    told = {f for d in report.datasets for f in d.tolerance_failures}
+    over = [f for f in report.tolerance_failures if f not in told]
     parts = []
-    for dataset in dict.fromkeys(v.dataset for v in others):
+    for dataset in dict.fromkeys([*(v.dataset for v in others), *(f.dataset for f in over)]):
         parts.append(f'<section class="dataset failed" id="{_anchor(dataset)}" '
                      f'data-dataset="{_e(dataset)}"><h2>{_e(dataset)} '
                      f'<span class="badge failed">failed</span></h2>')
         parts.extend(_violation(v) for v in others if v.dataset == dataset)
+        parts.extend(_tolerance_failure(f) for f in over if f.dataset == dataset)
         parts.append("</section>")
     return "\n".join(parts)
 
@@ -210,12 +243,14 @@ def _dataset(summary: DatasetSummary) -> str:
         text += f", kept at {summary.recorded_at}"
     kind = ("streaming table · counts since its last full refresh" if summary.streaming
             else "materialized view")
-    failed = summary.status == FAILED or bool(summary.violations)
+    failed = (summary.status == FAILED or bool(summary.violations)
+              or bool(summary.tolerance_failures))
     parts = [f'<section class="dataset{" failed" if failed else ""}" '
              f'id="{_anchor(summary.dataset)}" data-dataset="{_e(summary.dataset)}">',
              f'<h2>{_e(summary.dataset)} <span class="kind">{kind}</span>'
              f'<span class="badge {style}">{_e(text)}</span></h2>']
     parts.extend(_violation(violation) for violation in summary.violations)
+    parts.extend(_tolerance_failure(failure) for failure in summary.tolerance_failures)
     if summary.has_numbers:
         quarantine = ""
         if summary.quarantine is not None:
@@ -253,7 +288,8 @@ def render_html(report: QualityReport, *, pipeline: str = "", generated_at: str 
     rules = sum(len(d.rules) for d in report.datasets)
     failing = sum(1 for d in report.datasets for r in d.rules if r.failed_records)
     dropped = sum(d.dropped_records for d in report.datasets)
-    failed = [d for d in report.datasets if d.status == FAILED or d.violations]
+    failed = [d for d in report.datasets
+              if d.status == FAILED or d.violations or d.tolerance_failures]
     totals = [(len(report.datasets), "datasets with expectations"), (rules, "rules"),
               (failing, "rules with failed records"), (dropped, "records dropped")]
     if failed:
@@ -261,6 +297,13 @@ def render_html(report: QualityReport, *, pipeline: str = "", generated_at: str 
     if report.violations:
         count = len(report.violations)
         totals.append((count, "expectation violation" + ("s" if count != 1 else "")))
+    if report.tolerance_failures:
+        count = len(report.tolerance_failures)
+        totals.append((count, "flow" + ("s" if count != 1 else "") + " over tolerance"))
+    exceeded = sum(1 for d in report.datasets for r in d.rules if r.tolerance_exceeded)
+    if exceeded:
+        totals.append((exceeded, "warn rule" + ("s" if exceeded != 1 else "")
+                       + " over tolerance"))
     nav = "".join(
         f'<a href="#{_anchor(d.dataset)}" class="{"failed" if d in failed else ""}">'
         f"{_e(d.dataset)}</a>" for d in report.datasets)

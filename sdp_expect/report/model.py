@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from sdp_expect import names
-from sdp_expect.violation import Violation
+from sdp_expect.violation import ToleranceFailure, Violation
 
 __all__ = [
     "DEFAULT_SAMPLE",
@@ -30,6 +30,7 @@ __all__ = [
     "QUARANTINE_COMMENT",
     "SKIPPED",
     "STREAMING_METRICS_COMMENT",
+    "TOLERANCE_METRICS_COLUMNS",
     "UPDATED",
     "DatasetSummary",
     "QualityReport",
@@ -43,6 +44,9 @@ METRICS_SUFFIX = names.METRICS_SUFFIX
 """Suffix of a dataset's metrics table."""
 METRICS_COLUMNS = names.METRICS_COLUMNS
 """The metrics table's columns (docs/semantics.md#metrics)."""
+TOLERANCE_METRICS_COLUMNS = names.TOLERANCE_METRICS_COLUMNS
+"""The columns a metrics table has after :data:`METRICS_COLUMNS` when its dataset has
+tolerances (docs/thresholds.md)."""
 FAILED_EXPECTATIONS = names.FAILED_EXPECTATIONS_COLUMN
 """The quarantine's column with the names of the rules a record violated."""
 QUARANTINE_COMMENT = re.compile(
@@ -81,6 +85,10 @@ class RuleResult:
     :param constraint: The constraint as written.
     :param passed_records: Records for which the constraint was TRUE.
     :param failed_records: Records that violated it.
+    :param max_failed: Its tolerance as written (``"10"``, ``"0.5%"``); ``None`` without one.
+    :param tolerance_exceeded: Whether ``failed_records`` exceeds it; ``None`` without a
+        tolerance. Only a warn rule's can be true: a fail or drop rule over its tolerance
+        fails the update, which records no metrics.
     """
 
     expectation: str
@@ -88,6 +96,8 @@ class RuleResult:
     constraint: str
     passed_records: int
     failed_records: int
+    max_failed: Optional[str] = None
+    tolerance_exceeded: Optional[bool] = None
 
     @property
     def total_records(self) -> int:
@@ -131,6 +141,8 @@ class DatasetSummary:
     :param quarantine: Its quarantine table, when it has one.
     :param status: One of the dataset states (``updated``, ``failed``, ...).
     :param violations: Records that failed the dataset's fail rules in this run.
+    :param tolerance_failures: Its flow failed by fail or drop rules over their tolerance
+        in this run.
     :param recorded_at: For numbers kept from an earlier run: when they were recorded.
     """
 
@@ -143,7 +155,13 @@ class DatasetSummary:
     quarantine: Optional[QuarantineInfo] = None
     status: str = UPDATED
     violations: list[Violation] = field(default_factory=list)
+    tolerance_failures: list[ToleranceFailure] = field(default_factory=list)
     recorded_at: Optional[str] = None
+
+    @property
+    def has_tolerances(self) -> bool:
+        """Whether a rule has a tolerance (its metrics table has the two columns)."""
+        return any(rule.max_failed is not None for rule in self.rules)
 
     @property
     def has_numbers(self) -> bool:
@@ -157,6 +175,8 @@ class QualityReport:
 
     :param datasets: One entry per dataset with a metrics table, by name.
     :param violations: Every expectation violation the run printed.
+    :param tolerance_failures: Every flow the run printed as failed by rules over their
+        tolerance (``[EXPECTATION_TOLERANCE_EXCEEDED]``).
     :param catalog: The catalog read.
     :param database: The database (schema) read.
     :param run_status: The run's final state (``COMPLETED``, ``FAILED``...), for ``run``.
@@ -165,6 +185,7 @@ class QualityReport:
 
     datasets: list[DatasetSummary] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
+    tolerance_failures: list[ToleranceFailure] = field(default_factory=list)
     catalog: Optional[str] = None
     database: Optional[str] = None
     run_status: Optional[str] = None

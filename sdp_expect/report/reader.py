@@ -31,13 +31,14 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 from sdp_expect import names
-from sdp_expect.report.as_json import summary_dict, violation_dict
+from sdp_expect.report.as_json import summary_dict, tolerance_failure_dict, violation_dict
 from sdp_expect.report.model import (
     DEFAULT_SAMPLE,
     FAILED_EXPECTATIONS,
     METRICS_COLUMNS,
     METRICS_SUFFIX,
     QUARANTINE_COMMENT,
+    TOLERANCE_METRICS_COLUMNS,
     UPDATED,
     QualityReport,
     ReadError,
@@ -210,8 +211,10 @@ def _collect(spark: Any, *, catalog: Optional[str], database: Optional[str],
         frame = spark.table(f"{_quoted(database)}.{_quoted(name)}")
         if not set(METRICS_COLUMNS) <= set(frame.columns):
             continue
+        columns = [*METRICS_COLUMNS,
+                   *(c for c in TOLERANCE_METRICS_COLUMNS if c in frame.columns)]
         rows = [_json_ready(row.asDict(recursive=True))
-                for row in frame.select(*METRICS_COLUMNS).collect()]
+                for row in frame.select(*columns).collect()]
         metrics.append({"table": name, "comment": tables[name], "rows": rows})
     quarantines = []
     for name, comment in sorted(tables.items()):
@@ -269,7 +272,9 @@ def save_history(folder: Path, report: QualityReport) -> None:
     data["datasets"] = kept
     data["last_run"] = {"finished_at": now, "status": report.run_status,
                         "violations": [violation_dict(v, parsed=False)
-                                       for v in report.violations]}
+                                       for v in report.violations],
+                        "tolerance_failures": [tolerance_failure_dict(f)
+                                               for f in report.tolerance_failures]}
     path = folder / HISTORY_FILE
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

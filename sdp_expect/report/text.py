@@ -18,10 +18,11 @@ from sdp_expect.report.model import (
     UPDATED,
     DatasetSummary,
     QualityReport,
+    RuleResult,
 )
-from sdp_expect.violation import Violation, names_text
+from sdp_expect.violation import ToleranceFailure, Violation, names_text, quote, rate_text
 
-__all__ = ["paint", "to_text", "use_color", "violation_lines"]
+__all__ = ["paint", "to_text", "tolerance_lines", "use_color", "violation_lines"]
 
 
 def use_color(choice: str, stream: TextIO) -> bool:
@@ -91,16 +92,44 @@ def violation_lines(violation: Violation, color: bool, indent: str = "") -> list
     ]
 
 
+def tolerance_lines(failure: ToleranceFailure, color: bool, indent: str = "") -> list[str]:
+    """A flow failed by rules over their tolerance: per rule, the violations, the records
+    checked, the rate and the tolerance (names quoted as in the message)."""
+    return [indent + paint(
+        f"FAILED: expectation {quote(part.name)} over its tolerance: {part.failed} of "
+        f"{part.total} records failed ({rate_text(part.failed, part.total)}), more than "
+        f"max_failed {quote(part.tolerance)}", "bold red", color) for part in failure.parts]
+
+
+_EXCEEDED = "EXCEEDED"
+"""Said after a warn rule's tolerance when its violations exceed it."""
+
+
+def _tolerance_cell(rule: RuleResult) -> str:
+    if rule.max_failed is None:
+        return ""
+    return f"{rule.max_failed} {_EXCEEDED}" if rule.tolerance_exceeded else rule.max_failed
+
+
 def _rule_table(summary: DatasetSummary, color: bool) -> list[str]:
-    header = ("rule", "action", "passed", "failed", "failed %")
-    rows = [(r.expectation, r.action, str(r.passed_records), str(r.failed_records),
-             _percent(r.failure_percentage)) for r in summary.rules]
+    header: tuple[str, ...] = ("rule", "action", "passed", "failed", "failed %")
+    rows: list[tuple[str, ...]] = [
+        (r.expectation, r.action, str(r.passed_records), str(r.failed_records),
+         _percent(r.failure_percentage)) for r in summary.rules]
+    tolerances = summary.has_tolerances
+    if tolerances:  # a column of its own, empty for the rules without tolerance
+        header = (*header, "max_failed")
+        rows = [(*cells, _tolerance_cell(rule)) for rule, cells in zip(summary.rules, rows,
+                                                                         strict=True)]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
 
     def line(cells: Sequence[str], styles: Sequence[Optional[str]]) -> str:
         parts = []
         for index, (cell, style) in enumerate(zip(cells, styles, strict=True)):
-            padded = cell.ljust(widths[index]) if index < 2 else cell.rjust(widths[index])
+            if index == 5:  # the last column (max_failed): not padded
+                padded = cell
+            else:
+                padded = cell.ljust(widths[index]) if index < 2 else cell.rjust(widths[index])
             parts.append(paint(padded, style, color) if style else padded)
         return "    " + "  ".join(parts).rstrip()
 
@@ -108,7 +137,10 @@ def _rule_table(summary: DatasetSummary, color: bool) -> list[str]:
     for rule, cells in zip(summary.rules, rows, strict=True):
         bad = rule.failed_records > 0
         style = _ACTION_STYLE.get(rule.action) if bad else None
-        out.append(line(cells, [None, _ACTION_STYLE.get(rule.action), None, style, style]))
+        styles = [None, _ACTION_STYLE.get(rule.action), None, style, style]
+        if tolerances:
+            styles.append("bold yellow" if rule.tolerance_exceeded else None)
+        out.append(line(cells, styles))
     return out
 
 
@@ -120,6 +152,7 @@ def to_text(report: QualityReport, *, color: bool = False, title: str = "Data qu
                    + f": {count} dataset{'s' if count != 1 else ''} with expectations",
                    "bold", color)]
     shown: set[Violation] = set()
+    told: set[ToleranceFailure] = set()
     for summary in report.datasets:
         lines.append("")
         lines.append(f"{paint(summary.dataset, 'bold', color)}  {_kind(summary)}, "
@@ -127,6 +160,9 @@ def to_text(report: QualityReport, *, color: bool = False, title: str = "Data qu
         for violation in summary.violations:
             lines.extend(violation_lines(violation, color, "  "))
             shown.add(violation)
+        for failure in summary.tolerance_failures:
+            lines.extend(tolerance_lines(failure, color, "  "))
+            told.add(failure)
         if summary.has_numbers:
             dropped = f"{summary.dropped_records} dropped"
             if summary.dropped_records:
@@ -147,9 +183,15 @@ def to_text(report: QualityReport, *, color: bool = False, title: str = "Data qu
             lines.append(f"{paint(violation.dataset, 'bold', color)}  "
                          + paint("FAILED in this run", "bold red", color))
             lines.extend(violation_lines(violation, color, "  "))
+    for failure in report.tolerance_failures:
+        if failure not in told:
+            lines.append("")
+            lines.append(f"{paint(failure.dataset, 'bold', color)}  "
+                         + paint("FAILED in this run", "bold red", color))
+            lines.extend(tolerance_lines(failure, color, "  "))
     for note in report.notes:
         lines.append(paint(f"note: {note}", "yellow", color))
-    if not report.datasets and not report.violations:
+    if not report.datasets and not report.violations and not report.tolerance_failures:
         lines.append("No <dataset>_dq_metrics tables found: no dataset with expectations "
                      "has been updated yet (run `sdp-expect run`).")
     return "\n".join(lines) + "\n"
