@@ -88,8 +88,8 @@ def prepared(logic: RuleLogic, query: DataFrame, only: Optional[Expectation] = N
               .join(keys.alias(PREPARED_RIGHT),
                     on=F.expr(logic.reference_condition(check, left, PREPARED_RIGHT)),
                     how="left")
-              .selectExpr(f"{left}.*",
-                          f"{logic.reference_flag(check, left, PREPARED_RIGHT)} AS _sdpx_key_{i}"))
+              .selectExpr(f"{left}.*", f"{logic.reference_flag(check, left, PREPARED_RIGHT)}"
+                                       f" AS _sdpx_key_{i}"))
     return df
 
 
@@ -118,7 +118,8 @@ def target(logic: RuleLogic, query: DataFrame) -> DataFrame:
 def quarantine(logic: RuleLogic, query: DataFrame) -> DataFrame:
     """The dropped records with ``_failed_expectations``; fail rules and tolerances
     checked."""
-    dropped = within_tolerance(logic, prepared(logic, query)).where(F.expr(logic.quarantine_condition()))
+    dropped = within_tolerance(logic, prepared(logic, query)).where(
+        F.expr(logic.quarantine_condition()))
     # A projection, not withColumn: Spark Connect analyses the input of withColumn
     # while planning it, which binds a pipeline dataset to the catalog table of the
     # previous update instead of to the graph (the flow then stops waiting for it).

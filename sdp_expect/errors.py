@@ -168,6 +168,12 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "'to' out when the referenced columns have the key's names",
         ),
         ErrorSpec(
+            "SDPX-VAL-017",
+            "a rule of a rule file has more than one of constraint, unique and references",
+            "give each rule one of constraint, unique and references: write two rules to "
+            "check two things",
+        ),
+        ErrorSpec(
             "SDPX-VAL-071",
             "two expectations of one dataset share a name",
             "give each expectation of a dataset its own name (the same name may be reused on "

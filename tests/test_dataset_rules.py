@@ -267,11 +267,12 @@ def run_and_check(make_pipeline: MakePipeline, data: list[Row], refs: Optional[l
         return
     assert result.ok, result.output
     dropped = action == "drop"
-    kept = [r for r, v in zip(data, bad) if not (dropped and v)]
+    kept = [r for r, v in zip(data, bad, strict=True) if not (dropped and v)]
     assert_df_equality(result.table("orders"), pipeline.spark.createDataFrame(kept, SCHEMA),
                        ignore_row_order=True)
     quarantined = {r["id"]: r["_failed_expectations"] for r in result.rows("orders_quarantine")}
-    assert quarantined == ({r[0]: ["key"] for r, v in zip(data, bad) if v} if dropped else {})
+    expected = {r[0]: ["key"] for r, v in zip(data, bad, strict=True) if v}
+    assert quarantined == (expected if dropped else {})
     row = metrics_of(result, "orders")["key"]
     assert (row["failed_records"], row["passed_records"], row["total_records"],
             row["dropped_records"]) == (failed, total - failed, total,
