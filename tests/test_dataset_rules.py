@@ -3,7 +3,9 @@ real SDP runs, against a Python oracle."""
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter
+from pathlib import Path
 from typing import Any, Optional
 
 import pytest
@@ -325,3 +327,71 @@ def test_references_agree_with_the_oracle(
         case: tuple[list[Row], list[Any], int, str, Optional[str]]) -> None:
     data, refs, key, action, max_failed = case
     run_and_check(make_pipeline, data, refs, key, action, max_failed)
+
+
+# --------------------------------------------------------------------------- rule files
+
+RULES = """\
+- name: order_once
+  unique: [id]
+  failureAction: drop
+- name: customer_known
+  references: {dataset: customers, columns: [a], to: [cid]}
+  type: expect
+"""
+
+
+def key_rule_outcome(result: Any) -> None:
+    assert result.ok, result.output
+    assert sorted(r["id"] for r in result.rows("orders")) == [2, 3, 4]
+    found = {name: (row["constraint"], row["failed_records"], row["dropped_records"])
+             for name, row in metrics_of(result, "orders").items()}
+    assert found == {"order_once": ("UNIQUE (id)", 2, 2),
+                     "customer_known": ("FOREIGN KEY (a) REFERENCES customers (cid)", 1, 2)}
+
+
+SOURCE = [(1, 1, "x", 1), (1, 2, "x", 1), (2, 1, "x", 1), (3, 9, "x", 1), (4, None, "x", 1)]
+
+
+def test_a_rule_file_gives_key_rules(make_pipeline: MakePipeline) -> None:
+    pipeline = make_pipeline()
+    rule_file = pipeline.path("rules.yml")
+    rule_file.write_text(RULES, encoding="utf-8")
+
+    def define(spark: SparkSession) -> None:
+        @dp.materialized_view
+        def customers() -> DataFrame:
+            return spark.read.table("customers_src")
+
+        @dp.materialized_view
+        @dp.expect_from_file(str(rule_file))
+        def orders() -> DataFrame:
+            return spark.read.table("src")
+
+    pipeline.definitions = define
+    pipeline.create_table("src", SOURCE, SCHEMA)
+    pipeline.create_table("customers_src", [(1,), (2,)], "cid INT")
+    key_rule_outcome(pipeline.run())
+
+
+def test_a_databricks_sql_file_takes_key_rules_from_its_rule_file(
+        make_pipeline: MakePipeline, tmp_path: Path) -> None:
+    """The SQL emitter: the same prepared relation as SQL text."""
+    root = tmp_path / "project"
+    (root / "databricks_sql").mkdir(parents=True)
+    (root / "databricks_sql" / "rules.yml").write_text(RULES, encoding="utf-8")
+    (root / "databricks_sql" / "pipeline.sql").write_text(textwrap.dedent("""\
+        CREATE MATERIALIZED VIEW customers AS SELECT cid FROM customers_src;
+
+        CREATE OR REFRESH MATERIALIZED VIEW orders
+        TBLPROPERTIES ('sdp_expect.rules' = 'rules.yml')
+        AS SELECT * FROM src;
+        """))
+    transformations = root / "transformations"
+    transformations.mkdir()
+    (transformations / "include_sql.py").write_text(
+        "from sdp_expect import sql\n\nsql.include('../databricks_sql/pipeline.sql')\n")
+    pipeline = make_pipeline(files=transformations)
+    pipeline.create_table("src", SOURCE, SCHEMA)
+    pipeline.create_table("customers_src", [(1,), (2,)], "cid INT")
+    key_rule_outcome(pipeline.run())
