@@ -395,3 +395,26 @@ def test_a_databricks_sql_file_takes_key_rules_from_its_rule_file(
     pipeline.create_table("src", SOURCE, SCHEMA)
     pipeline.create_table("customers_src", [(1,), (2,)], "cid INT")
     key_rule_outcome(pipeline.run())
+
+
+def test_metrics_from_the_output_count_a_warn_key_rule_on_the_query(
+        make_pipeline: MakePipeline) -> None:
+    """With ``sdp_expect.metrics_from = output`` a warn key rule is still counted over the
+    query's records: a duplicate that a drop rule removed still made its twin violate."""
+    def define(spark: SparkSession) -> None:
+        @dp.materialized_view
+        @dp.expect("once", dp.unique("a"))
+        @dp.expect_or_drop("positive", "amount > 0")
+        @dp.expect_or_drop("known", dp.references("src", "b", to="b"))
+        def orders() -> DataFrame:
+            return spark.read.table("src")
+
+    pipeline = make_pipeline(define, conf={"sdp_expect.metrics_from": "output",
+                                           "sdp_expect.quarantine": "true"})
+    pipeline.create_table("src", [(1, 7, "x", 1), (2, 7, "x", -1), (3, 8, None, 1)], SCHEMA)
+    result = pipeline.run()
+    assert result.ok, result.output
+    assert sorted(r["id"] for r in result.rows("orders")) == [1, 3]
+    found = {name: (row["failed_records"], row["dropped_records"])
+             for name, row in metrics_of(result, "orders").items()}
+    assert found == {"once": (2, 1), "positive": (1, 1), "known": (0, 1)}
