@@ -571,7 +571,7 @@ class RuleLogic:
         """``SELECT`` of a batch log's per-record inputs (:meth:`batch_log_inputs`) from
         the relation ``source`` (the flow's query): a temporary view that the batch log's
         flow reads as a stream."""
-        return f"SELECT {', '.join(self.batch_log_inputs())}\nFROM {source}"
+        return f"SELECT {', '.join(self.batch_log_inputs())}\nFROM {self.prepared(source)}"
 
     def batch_log_select(self, source: str) -> str:
         """``SELECT`` of a streaming table's batch log from the relation ``source`` (a

@@ -128,7 +128,7 @@ def quarantine(logic: RuleLogic, query: DataFrame) -> DataFrame:
 
 def batch_input(logic: RuleLogic, query: DataFrame) -> DataFrame:
     """Per record, what the batch log counts (the view its flow reads)."""
-    return query.selectExpr(*logic.batch_log_inputs())
+    return prepared(logic, query).selectExpr(*logic.batch_log_inputs())
 
 
 def metrics_from_query(logic: RuleLogic, query: DataFrame) -> DataFrame:

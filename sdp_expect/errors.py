@@ -269,8 +269,8 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
         ),
         ErrorSpec(
             "SDPX-DEF-114",
-            "a key rule (unique or references) on a streaming table or a temporary view, "
-            "which sdp-expect does not support",
+            "a unique key on a streaming table, or a key rule (unique or references) on a "
+            "temporary view, which sdp-expect does not support",
             "put the key rule on a materialized view that reads the streaming table or view "
             "(a stream has no whole set of records to compare a key with, "
             "docs/dataset-rules.md#streaming-tables-and-temporary-views)",

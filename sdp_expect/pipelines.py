@@ -190,7 +190,8 @@ def references(dataset: str, *columns: str,
 
     A record violates it when all its key columns are non-NULL and no record of
     ``dataset`` has that key (a NULL in the key passes, as SQL's MATCH SIMPLE).
-    Materialized views only (docs/dataset-rules.md#reference).
+    Materialized views, and streaming tables (each micro-batch against ``dataset`` as it
+    then is: docs/dataset-rules.md#reference).
 
     :param dataset: The referenced dataset: a dataset of the pipeline (the flow then
         waits for it) or any table.
@@ -199,8 +200,8 @@ def references(dataset: str, *columns: str,
         a list); default: the key's own names.
     :raises SdpExpectError: when the dataset is defined: SDPX-VAL-014 for no column,
         SDPX-VAL-015 for a column or dataset that is not a non-empty string,
-        SDPX-VAL-016 for ``to`` not pairing with the key, SDPX-DEF-114 on a streaming
-        table or a temporary view.
+        SDPX-VAL-016 for ``to`` not pairing with the key, SDPX-DEF-114 on a temporary
+        view.
     """
     if to is None:
         targets: tuple[Any, ...] = tuple(columns)

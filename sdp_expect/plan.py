@@ -28,7 +28,7 @@ from typing import Any, Mapping, Optional
 
 from sdp_expect.compiler import RuleLogic
 from sdp_expect.errors import Location, SdpExpectError
-from sdp_expect.model import Action, DatasetKind, DatasetRules, Expectation
+from sdp_expect.model import Action, DatasetKind, DatasetRules, Expectation, UniqueKey
 from sdp_expect.names import (
     batch_log_comment,
     batch_log_flow_name,
@@ -121,9 +121,8 @@ _SQL_FIXES = {
     "SDPX-DEF-113": "define the dataset as a MATERIALIZED VIEW to check the tolerance, or "
                     "remove its 'sdp_expect.max_failed.<expectation>' properties (a streaming "
                     "table's micro-batches commit one by one, docs/thresholds.md)",
-    "SDPX-DEF-114": "define the dataset as a MATERIALIZED VIEW that reads the streaming "
-                    "table or view, and give it the rule file with the key rule "
-                    "(docs/dataset-rules.md)",
+    "SDPX-DEF-114": "define a MATERIALIZED VIEW that reads the streaming table or view, "
+                    "and give it the rule file with the key rule (docs/dataset-rules.md)",
     "SDPX-DEF-112": "store the table in a format with transactional appends (USING delta or "
                     "USING iceberg), or write it with one CREATE FLOW over a UNION ALL of the "
                     "sources; if the format is safe, set "
@@ -158,19 +157,23 @@ def _check_tolerances(rules: DatasetRules, kind: DatasetKind, where: Where) -> N
 
 
 def _check_dataset_checks(rules: DatasetRules, kind: DatasetKind, where: Where) -> None:
-    """SDPX-DEF-114: a key rule (unique, references) on a streaming table or a temporary
+    """SDPX-DEF-114: a unique key on a streaming table, or any key rule on a temporary
     view (docs/dataset-rules.md#streaming-tables-and-temporary-views). A unique key needs
     a window over all the records, which Spark refuses on a stream; a temporary view is
-    inlined into its readers, which may read it as a stream; a reference on a streaming
-    table (a stream-static left join) is not supported yet."""
+    inlined into its readers, which may read it as a stream. A reference on a streaming
+    table is a stream-static left join, which Spark runs."""
     if kind is DatasetKind.MATERIALIZED_VIEW:
         return
     for expectation in rules.expectations:
-        if expectation.check is not None:
+        if expectation.check is not None and (
+                kind is DatasetKind.TEMPORARY_VIEW or isinstance(expectation.check, UniqueKey)):
             raise SdpExpectError(
                 "SDPX-DEF-114",
-                f"the key rule {expectation.constraint} on a {kind.value}: key rules are "
-                "checked on materialized views only",
+                f"the key rule {expectation.constraint} on a {kind.value}: "
+                + ("unique keys are checked on materialized views only"
+                   if kind is DatasetKind.STREAMING_TABLE
+                   else "key rules are checked on materialized views and (references) "
+                   "streaming tables only"),
                 dataset=rules.dataset, expectation=expectation.name,
                 location=expectation.place or where.location,
                 fix=_SQL_FIXES["SDPX-DEF-114"] if where.sql else None)

@@ -149,14 +149,18 @@ def test_a_misspelt_key_column_or_unknown_reference_fails_that_rule_s_check_view
     assert failed == ["_sdpx_check_orders_1", "_sdpx_check_orders_2"], result.output
 
 
-@pytest.mark.parametrize(("streaming", "view"), [(True, False), (False, True)])
-def test_key_rules_on_a_streaming_table_or_temporary_view_are_refused(
-        make_pipeline: MakePipeline, streaming: bool, view: bool) -> None:
+@pytest.mark.parametrize(("streaming", "rule"), [
+    (True, lambda: dp.unique("a")),
+    (False, lambda: dp.unique("a")),
+    (False, lambda: dp.references("customers", "a")),
+])
+def test_a_unique_key_on_a_streaming_table_and_key_rules_on_a_temporary_view_are_refused(
+        make_pipeline: MakePipeline, streaming: bool, rule: Any) -> None:
     def define(spark: SparkSession) -> None:
         decorator = dp.table if streaming else dp.temporary_view
 
         @decorator
-        @dp.expect_or_drop("once", dp.unique("a"))
+        @dp.expect_or_drop("once", rule())
         def events() -> DataFrame:
             return spark.readStream.table("src") if streaming else spark.read.table("src")
 
@@ -418,3 +422,52 @@ def test_metrics_from_the_output_count_a_warn_key_rule_on_the_query(
     found = {name: (row["failed_records"], row["dropped_records"])
              for name, row in metrics_of(result, "orders").items()}
     assert found == {"once": (2, 1), "positive": (1, 1), "known": (0, 1)}
+
+
+# --------------------------------------------------------------------------- streaming
+
+
+def test_a_reference_on_a_streaming_table_joins_each_micro_batch_with_the_dataset(
+        make_pipeline: MakePipeline) -> None:
+    """A stream-static left join: each micro-batch against the referenced dataset as it
+    is then; drop and warn, quarantine and cumulative metrics, over two updates."""
+    import json
+
+    pipeline = make_pipeline()
+    inbox = pipeline.path("inbox")
+    inbox.mkdir(parents=True, exist_ok=True)
+
+    def write(name: str, rows: list[tuple[Any, ...]]) -> None:
+        (inbox / name).write_text("".join(
+            json.dumps({"id": i, "customer_id": c}) + "\n" for i, c in rows))
+
+    def define(spark: SparkSession) -> None:
+        @dp.materialized_view
+        def customers() -> DataFrame:
+            return spark.read.table("customers_src")
+
+        @dp.table
+        @dp.quarantine()
+        @dp.expect_or_drop("customer_known", dp.references("customers", "customer_id"))
+        @dp.expect("positive_id", "id > 0")
+        def orders() -> DataFrame:
+            return spark.readStream.schema("id INT, customer_id INT").json(str(inbox))
+
+    pipeline.definitions = define
+    pipeline.create_table("customers_src", [(1,), (2,)], "customer_id INT")
+    write("1.json", [(1, 1), (2, 3), (-3, None), (4, 2)])
+    first = pipeline.run()
+    assert first.ok, first.output
+    assert sorted(r["id"] for r in first.rows("orders")) == [-3, 1, 4]
+    assert first.table("orders").columns == ["id", "customer_id"]
+    assert {r["id"]: r["_failed_expectations"] for r in first.rows("orders_quarantine")} == {
+        2: ["customer_known"]}
+    write("2.json", [(5, 9), (6, 1)])
+    second = pipeline.run()
+    assert second.ok, second.output
+    assert sorted(r["id"] for r in second.rows("orders")) == [-3, 1, 4, 6]
+    found = {name: (row["constraint"], row["failed_records"], row["total_records"],
+                    row["dropped_records"])
+             for name, row in metrics_of(second, "orders").items()}
+    assert found == {"customer_known": ("REFERENCES customers (customer_id)", 2, 6, 2),
+                     "positive_id": ("id > 0", 1, 6, 2)}
