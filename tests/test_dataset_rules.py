@@ -471,3 +471,36 @@ def test_a_reference_on_a_streaming_table_joins_each_micro_batch_with_the_datase
              for name, row in metrics_of(second, "orders").items()}
     assert found == {"customer_known": ("REFERENCES customers (customer_id)", 2, 6, 2),
                      "positive_id": ("id > 0", 1, 6, 2)}
+
+
+def test_a_declared_streaming_table_gives_its_reference_to_every_flow_into_it(
+        make_pipeline: MakePipeline) -> None:
+    import json
+
+    pipeline = make_pipeline()
+    inbox = pipeline.path("inbox")
+    inbox.mkdir(parents=True, exist_ok=True)
+    (inbox / "1.json").write_text("".join(json.dumps({"id": i, "customer_id": c}) + "\n"
+                                          for i, c in [(1, 1), (2, 3), (3, None)]))
+
+    def define(spark: SparkSession) -> None:
+        @dp.materialized_view
+        def customers() -> DataFrame:
+            return spark.read.table("customers_src")
+
+        dp.create_streaming_table(
+            "orders", quarantine=True,
+            expect_all_or_drop={"customer_known": dp.references("customers", "customer_id")})
+
+        @dp.append_flow(target="orders")
+        def web() -> DataFrame:
+            return spark.readStream.schema("id INT, customer_id INT").json(str(inbox))
+
+    pipeline.definitions = define
+    pipeline.create_table("customers_src", [(1,), (2,)], "customer_id INT")
+    result = pipeline.run()
+    assert result.ok, result.output
+    assert sorted(r["id"] for r in result.rows("orders")) == [1, 3]
+    assert [r["id"] for r in result.rows("orders_quarantine")] == [2]
+    row = metrics_of(result, "orders")["customer_known"]
+    assert (row["failed_records"], row["total_records"]) == (1, 3)
