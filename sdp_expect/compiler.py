@@ -21,7 +21,13 @@ The meaning of a rule, in one place:
 * a fail or drop rule with a tolerance (``max_failed``) fails the flow with
   ``[EXPECTATION_TOLERANCE_EXCEEDED] ...`` when its violations over all the
   records the query produces exceed it: a one-row aggregate over the same query,
-  cross-joined to its records, checks it before any is written (docs/thresholds.md).
+  cross-joined to its records, checks it before any is written (docs/thresholds.md);
+* a key rule (unique, references: docs/dataset-rules.md) is judged against other
+  records: a *prepared relation* (:meth:`RuleLogic.prepared`) adds to each record of the
+  query one boolean column per key rule (``_sdpx_key_<i>``, a window count or a left
+  join) and keeps the record itself as a struct (``_sdpx_rec``), which the target and
+  quarantine end with (``_sdpx_rec.*``): everything above reads the rule's column as
+  its ``passes``, and the datasets still have exactly the query's columns.
 """
 
 from __future__ import annotations
@@ -34,8 +40,11 @@ from sdp_expect.model import (
     DatasetKind,
     DatasetRules,
     Expectation,
+    Reference,
+    UniqueKey,
     count_exceeded_sql,
     fraction_exceeded_sql,
+    table_identifier,
 )
 from sdp_expect.names import (
     BATCH_DROPPED_COLUMN,
@@ -68,6 +77,23 @@ GUARD_RECORDS = "_sdpx_q"
 
 GUARD_ROW = "_sdpx_g"
 """The alias of the guard's one row (column ``_sdpx_ok``) in the same join."""
+
+RECORD_COLUMN = "_sdpx_rec"
+"""The prepared relation's struct of the query's record (docs/dataset-rules.md)."""
+
+PREPARED_LEFT = "_sdpx_l"
+"""The alias of the records in each step of the prepared relation (a number follows)."""
+
+PREPARED_RIGHT = "_sdpx_r"
+"""The alias of a referenced dataset's keys in the prepared relation's left join."""
+
+FOUND_COLUMN = "_sdpx_found"
+"""The referenced keys' column that is TRUE where the left join found the key."""
+
+
+def quoted(name: str) -> str:
+    """A column name as a SQL identifier: backquoted, backquotes doubled."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _balanced(terms: list[str], operator: str, empty: str) -> str:
@@ -121,7 +147,10 @@ class RuleLogic:
 
     # -- per-record expressions (SQL text) ---------------------------------------------
     def passes(self, expectation: Expectation) -> str:
-        """TRUE when the record passes ``expectation``, never NULL."""
+        """TRUE when the record passes ``expectation``, never NULL. A key rule's is its
+        column of the prepared relation (:meth:`prepared`)."""
+        if expectation.check is not None:
+            return self.key_column(expectation)
         null_result = "true" if self.options.null_passes else "false"
         return f"coalesce({_embedded(expectation.constraint)}, {null_result})"
 
@@ -165,6 +194,98 @@ class RuleLogic:
             return "CAST(array() AS ARRAY<STRING>)"
         return f"filter(array({', '.join(named)}), _sdpx_name -> _sdpx_name IS NOT NULL)"
 
+    # -- key rules: the prepared relation (docs/dataset-rules.md) ------------------------
+    def key_rules(self) -> list[tuple[int, Expectation]]:
+        """The key rules (unique, references), with their position among the rules."""
+        return [(i, e) for i, e in enumerate(self.rules.expectations) if e.check is not None]
+
+    def key_column(self, expectation: Expectation) -> str:
+        """The prepared relation's column of a key rule: TRUE when the record passes it."""
+        for i, e in enumerate(self.rules.expectations):
+            if e is expectation or e.name == expectation.name:
+                return f"_sdpx_key_{i}"
+        raise ValueError(f"{expectation.name!r} is not a rule of {self.rules.dataset!r}")
+
+    def output_columns(self) -> str:
+        """What the target and the quarantine select of the query's record: ``*``, or the
+        prepared relation's record struct (``_sdpx_rec.*``) when there are key rules."""
+        return f"{RECORD_COLUMN}.*" if self.rules.has_dataset_checks else "*"
+
+    @staticmethod
+    def record_columns(alias: str) -> list[str]:
+        """The first step of the prepared relation over the query aliased ``alias``: its
+        columns, and the record as one struct."""
+        return [f"{alias}.*", f"struct({alias}.*) AS {RECORD_COLUMN}"]
+
+    @staticmethod
+    def _no_null(columns: tuple[str, ...], alias: str) -> str:
+        return _any([f"{alias}.{quoted(c)} IS NULL" for c in columns])
+
+    def unique_flag(self, check: UniqueKey, alias: str) -> str:
+        """TRUE when a record of ``alias`` passes ``check``: a NULL in its key, or its key
+        once among the query's records (one window, partitioned by the key)."""
+        keys = ", ".join(f"{alias}.{quoted(c)}" for c in check.columns)
+        return f"({self._no_null(check.columns, alias)} OR count(1) OVER (PARTITION BY {keys}) = 1)"
+
+    @staticmethod
+    def reference_keys(check: Reference) -> list[str]:
+        """The referenced dataset's key columns, renamed ``_sdpx_k<j>``: grouped by them
+        (each key once, so that the left join multiplies no record) they are
+        :meth:`reference_relation`."""
+        return [f"{quoted(c)} AS _sdpx_k{j}" for j, c in enumerate(check.to_columns)]
+
+    @staticmethod
+    def reference_group(check: Reference) -> list[str]:
+        """The grouping columns of the referenced keys."""
+        return [f"_sdpx_k{j}" for j in range(len(check.to_columns))]
+
+    @staticmethod
+    def reference_found() -> str:
+        """The referenced keys' one aggregate column: TRUE."""
+        return f"true AS {FOUND_COLUMN}"
+
+    def reference_relation(self, check: Reference) -> str:
+        """The referenced dataset's distinct keys, as a relation."""
+        group = ", ".join(self.reference_group(check))
+        return (f"(SELECT {group}, {self.reference_found()} FROM (SELECT "
+                f"{', '.join(self.reference_keys(check))} FROM "
+                f"{table_identifier(check.dataset)}) GROUP BY {group})")
+
+    @staticmethod
+    def reference_condition(check: Reference, left: str, right: str) -> str:
+        """The left join's condition: the record's key equals a referenced key."""
+        return _all([f"{left}.{quoted(c)} = {right}._sdpx_k{j}"
+                     for j, c in enumerate(check.columns)])
+
+    def reference_flag(self, check: Reference, left: str, right: str) -> str:
+        """TRUE when a record of ``left`` passes ``check``: a NULL in its key, or the
+        left join found its key in ``right``."""
+        return f"({self._no_null(check.columns, left)} OR {right}.{FOUND_COLUMN} IS NOT NULL)"
+
+    def prepared(self, source: str, only: Optional[Expectation] = None) -> str:
+        """The relation of ``source``'s records with the key rules' columns and the record
+        struct; ``source`` itself without key rules. ``only``: that key rule's column
+        alone (its check view)."""
+        rules = [(i, e) for i, e in self.key_rules() if only is None or e is only]
+        if not rules:
+            return source
+        left = f"{PREPARED_LEFT}0"
+        relation = (f"(SELECT {', '.join(self.record_columns(left))} "
+                    f"FROM (SELECT * FROM {source}) AS {left})")
+        for step, (i, e) in enumerate(rules, start=1):
+            left = f"{PREPARED_LEFT}{step}"
+            check = e.check
+            if isinstance(check, UniqueKey):
+                relation = (f"(SELECT {left}.*, {self.unique_flag(check, left)} AS _sdpx_key_{i}"
+                            f"\nFROM {relation} AS {left})")
+            else:
+                assert isinstance(check, Reference)
+                relation = (f"(SELECT {left}.*, {self.reference_flag(check, left, PREPARED_RIGHT)}"
+                            f" AS _sdpx_key_{i}\nFROM {relation} AS {left}\n"
+                            f"LEFT JOIN {self.reference_relation(check)} AS {PREPARED_RIGHT}\n"
+                            f"ON {self.reference_condition(check, left, PREPARED_RIGHT)})")
+        return f"{relation} AS _sdpx_prepared"
+
     # -- what each dataset keeps (SQL text) ---------------------------------------------
     def has_fail_rules(self) -> bool:
         """True when violations can fail the flow: a fail rule, or a drop rule with a
@@ -183,7 +304,8 @@ class RuleLogic:
 
     def quarantine_columns(self) -> list[str]:
         """The quarantine's columns: the record's, plus ``_failed_expectations``."""
-        return ["*", f"{self.failed_names()} AS {FAILED_EXPECTATIONS_COLUMN}"]
+        return [self.output_columns(),
+                f"{self.failed_names()} AS {FAILED_EXPECTATIONS_COLUMN}"]
 
     def metrics_condition(self) -> Optional[str]:
         """The filter of the records a materialized view's metrics count: None, or
@@ -413,8 +535,12 @@ class RuleLogic:
 
         sdp-expect registers a check view per rule (:func:`sdp_expect.plan.rule_checks`):
         SDP analyses it (dry-run and run) but never executes it, and a constraint that
-        Spark cannot resolve fails exactly that view's flow, which names the rule.
+        Spark cannot resolve fails exactly that view's flow, which names the rule. A key
+        rule's is its column of the prepared relation of that rule alone (an unknown
+        column or referenced dataset fails this view).
         """
+        if expectation.check is not None:
+            return f"{self.key_column(expectation)} AS _sdpx_check"
         return f"{_embedded(expectation.constraint)} AS _sdpx_check"
 
     # -- SELECT statements (SQL translation) -------------------------------------------
@@ -423,16 +549,20 @@ class RuleLogic:
         when ``expectation`` is None)."""
         if expectation is None:
             return f"SELECT * FROM {source}"
-        return f"SELECT {self.rule_check_column(expectation)} FROM {source}"
+        return (f"SELECT {self.rule_check_column(expectation)} "
+                f"FROM {self.prepared(source, expectation)}")
 
     def target_select(self, source: str) -> str:
         """``SELECT`` of the target's records from the relation ``source``."""
+        source = self.prepared(source)
         condition = self.target_condition()
         where = "" if condition is None else f"\nWHERE {condition}"
-        return f"SELECT * FROM {self.tolerance_guarded_select(source)}{where}"
+        return (f"SELECT {self.output_columns()} FROM {self.tolerance_guarded_select(source)}"
+                f"{where}")
 
     def quarantine_select(self, source: str) -> str:
         """``SELECT`` of the quarantine's records from the relation ``source``."""
+        source = self.prepared(source)
         return (f"SELECT {', '.join(self.quarantine_columns())}\n"
                 f"FROM {self.tolerance_guarded_select(source)}\n"
                 f"WHERE {self.quarantine_condition()}")
@@ -441,7 +571,7 @@ class RuleLogic:
         """``SELECT`` of a batch log's per-record inputs (:meth:`batch_log_inputs`) from
         the relation ``source`` (the flow's query): a temporary view that the batch log's
         flow reads as a stream."""
-        return f"SELECT {', '.join(self.batch_log_inputs())}\nFROM {source}"
+        return f"SELECT {', '.join(self.batch_log_inputs())}\nFROM {self.prepared(source)}"
 
     def batch_log_select(self, source: str) -> str:
         """``SELECT`` of a streaming table's batch log from the relation ``source`` (a
@@ -464,6 +594,7 @@ class RuleLogic:
 
     def metrics_select_from_query(self, source: str) -> str:
         """``SELECT`` of a materialized view's metrics from the relation ``source``."""
+        source = self.prepared(source)
         condition = self.metrics_condition()
         where = "" if condition is None else f"\nWHERE {condition}"
         counts = ", ".join(self.counts_from_query())

@@ -29,7 +29,9 @@ from sdp_expect.pipelines import (
     expect_or_fail,
     metrics,
     quarantine,
+    references,
     temporary_view,
+    unique,
 )
 
 __all__ = [
@@ -47,7 +49,9 @@ __all__ = [
     "quarantine",
     "read",
     "read_stream",
+    "references",
     "table",
+    "unique",
     "view",
 ]
 

@@ -20,9 +20,15 @@ from pyspark.pipelines.graph_element_registry import get_active_graph_element_re
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from sdp_expect.compiler import GUARD_RECORDS, GUARD_ROW, RuleLogic
+from sdp_expect.compiler import (
+    GUARD_RECORDS,
+    GUARD_ROW,
+    PREPARED_LEFT,
+    PREPARED_RIGHT,
+    RuleLogic,
+)
 from sdp_expect.definitions import record_definition
-from sdp_expect.model import DatasetKind, Expectation
+from sdp_expect.model import DatasetKind, Expectation, Reference, UniqueKey
 from sdp_expect.plan import DatasetSpec, FlowSpec, Plan, Role, RuleCheck, Step
 
 __all__ = [
@@ -32,6 +38,7 @@ __all__ = [
     "emit",
     "metrics_from_query",
     "metrics_from_batch_log",
+    "prepared",
     "quarantine",
     "batch_input",
     "returning",
@@ -53,6 +60,39 @@ DATASET_DECORATORS: Dict[DatasetKind, Callable[..., Any]] = {
 # ------------------------------------------------------------------ the rules on DataFrames
 
 
+def prepared(logic: RuleLogic, query: DataFrame, only: Optional[Expectation] = None
+             ) -> DataFrame:
+    """``query``'s records with the key rules' columns and the record struct
+    (:meth:`RuleLogic.prepared`, the same steps and text): ``alias``, ``selectExpr``, a
+    left ``join`` with the referenced dataset's keys read by ``spark.read.table`` and
+    grouped (``groupBy``/``agg``, not ``distinct``, which Spark Connect analyses on 4.1
+    and 4.2: docs/early-binding.md). ``query`` itself without key rules."""
+    rules = [(i, e) for i, e in logic.key_rules() if only is None or e is only]
+    if not rules:
+        return query
+    left = f"{PREPARED_LEFT}0"
+    df = query.alias(left).selectExpr(*logic.record_columns(left))
+    for step, (i, e) in enumerate(rules, start=1):
+        left = f"{PREPARED_LEFT}{step}"
+        check = e.check
+        if isinstance(check, UniqueKey):
+            df = df.alias(left).selectExpr(
+                f"{left}.*", f"{logic.unique_flag(check, left)} AS _sdpx_key_{i}")
+            continue
+        assert isinstance(check, Reference)
+        keys = (query.sparkSession.read.table(check.dataset)
+                .selectExpr(*logic.reference_keys(check))
+                .groupBy(*logic.reference_group(check))
+                .agg(F.expr(logic.reference_found())))
+        df = (df.alias(left)
+              .join(keys.alias(PREPARED_RIGHT),
+                    on=F.expr(logic.reference_condition(check, left, PREPARED_RIGHT)),
+                    how="left")
+              .selectExpr(f"{left}.*", f"{logic.reference_flag(check, left, PREPARED_RIGHT)}"
+                                       f" AS _sdpx_key_{i}"))
+    return df
+
+
 def within_tolerance(logic: RuleLogic, query: DataFrame) -> DataFrame:
     """``query``'s records, written only when no fail or drop rule exceeds its tolerance:
     the compiler's one-row guard cross-joined to them (docs/thresholds.md). ``alias``,
@@ -69,15 +109,17 @@ def within_tolerance(logic: RuleLogic, query: DataFrame) -> DataFrame:
 def target(logic: RuleLogic, query: DataFrame) -> DataFrame:
     """The records written to the dataset: the kept ones; fail rules and tolerances
     checked."""
-    query = within_tolerance(logic, query)
+    query = within_tolerance(logic, prepared(logic, query))
     condition = logic.target_condition()
-    return query if condition is None else query.where(F.expr(condition))
+    kept = query if condition is None else query.where(F.expr(condition))
+    return kept.selectExpr(logic.output_columns()) if logic.rules.has_dataset_checks else kept
 
 
 def quarantine(logic: RuleLogic, query: DataFrame) -> DataFrame:
     """The dropped records with ``_failed_expectations``; fail rules and tolerances
     checked."""
-    dropped = within_tolerance(logic, query).where(F.expr(logic.quarantine_condition()))
+    dropped = within_tolerance(logic, prepared(logic, query)).where(
+        F.expr(logic.quarantine_condition()))
     # A projection, not withColumn: Spark Connect analyses the input of withColumn
     # while planning it, which binds a pipeline dataset to the catalog table of the
     # previous update instead of to the graph (the flow then stops waiting for it).
@@ -86,11 +128,12 @@ def quarantine(logic: RuleLogic, query: DataFrame) -> DataFrame:
 
 def batch_input(logic: RuleLogic, query: DataFrame) -> DataFrame:
     """Per record, what the batch log counts (the view its flow reads)."""
-    return query.selectExpr(*logic.batch_log_inputs())
+    return prepared(logic, query).selectExpr(*logic.batch_log_inputs())
 
 
 def metrics_from_query(logic: RuleLogic, query: DataFrame) -> DataFrame:
     """``<dataset>_dq_metrics`` of one update, counted from the query's records."""
+    query = prepared(logic, query)
     condition = logic.metrics_condition()
     checked = query if condition is None else query.where(F.expr(condition))
     counts = checked.selectExpr(*logic.counts_from_query())
@@ -115,7 +158,10 @@ def metrics_from_companions(logic: RuleLogic, kept: DataFrame, dropped: DataFram
 
 
 def rule_check(logic: RuleLogic, query: DataFrame, expectation: Expectation) -> DataFrame:
-    """The query with one column: ``expectation``'s constraint alone, as written."""
+    """The query with one column: ``expectation``'s constraint alone, as written (a key
+    rule's column over the prepared relation of that rule alone)."""
+    if expectation.check is not None:
+        query = prepared(logic, query, expectation)
     return query.selectExpr(logic.rule_check_column(expectation))
 
 

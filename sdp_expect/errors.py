@@ -148,6 +148,32 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "records write it without % (max_failed=150)",
         ),
         ErrorSpec(
+            "SDPX-VAL-014",
+            "a key rule (unique or references) has no key column",
+            "name one or more columns: unique('order_id'), unique('a', 'b'), "
+            "references('customers', 'customer_id'); in a rule file unique: [order_id] or "
+            "references: {dataset: customers, columns: [customer_id]}",
+        ),
+        ErrorSpec(
+            "SDPX-VAL-015",
+            "a key rule's column or referenced dataset is not a non-empty string",
+            "write each column and the referenced dataset as a name in quotes, e.g. "
+            "unique('order_id') or references('customers', 'customer_id', to=['id'])",
+        ),
+        ErrorSpec(
+            "SDPX-VAL-016",
+            "a references rule's 'to' columns are not as many as its key columns",
+            "give one referenced column per key column, in the same order: "
+            "references('customers', 'cust_id', 'region', to=['id', 'region']), or leave "
+            "'to' out when the referenced columns have the key's names",
+        ),
+        ErrorSpec(
+            "SDPX-VAL-017",
+            "a rule of a rule file has more than one of constraint, unique and references",
+            "give each rule one of constraint, unique and references: write two rules to "
+            "check two things",
+        ),
+        ErrorSpec(
             "SDPX-VAL-071",
             "two expectations of one dataset share a name",
             "give each expectation of a dataset its own name (the same name may be reused on "
@@ -240,6 +266,14 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "put the rule with its tolerance on a materialized view (a streaming table's "
             "micro-batches commit one by one, docs/thresholds.md#the-records-checked), make "
             "it a warn rule (reported in the metrics), or remove max_failed",
+        ),
+        ErrorSpec(
+            "SDPX-DEF-114",
+            "a unique key on a streaming table, or a key rule (unique or references) on a "
+            "temporary view, which sdp-expect does not support",
+            "put the key rule on a materialized view that reads the streaming table or view "
+            "(a stream has no whole set of records to compare a key with, "
+            "docs/dataset-rules.md#streaming-tables-and-temporary-views)",
         ),
         # -- pipeline configuration --
         ErrorSpec(

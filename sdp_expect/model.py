@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Union
 
 from sdp_expect.constraint_check import check_constraint
 from sdp_expect.errors import Location, SdpExpectError
@@ -23,11 +23,14 @@ __all__ = [
     "DECORATORS",
     "GROUP_DECORATORS",
     "Action",
+    "DatasetCheck",
     "DatasetRules",
     "Expectation",
     "QuarantineSpec",
+    "Reference",
     "RuleNames",
     "Tolerance",
+    "UniqueKey",
     "either",
     "make_expectation",
     "parse_action",
@@ -230,6 +233,115 @@ def parse_tolerance(value: object, *, dataset: Optional[str] = None,
     return Tolerance(shown, numerator, denominator, fraction=True)
 
 
+def _quoted(name: str) -> str:
+    """A column or table name as a SQL identifier: backquoted, backquotes doubled."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def table_identifier(name: str) -> str:
+    """A dataset or table name as SQL: dotted parts as they are when each is a plain
+    identifier (``customers``, ``cat.db.customers``), else quoted as one part, as the
+    Python API's ``spark.read.table`` reads it."""
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", name):
+        return name
+    return _quoted(name)
+
+
+@dataclass(frozen=True)
+class UniqueKey:
+    """A unique-key rule (docs/dataset-rules.md#unique-key): a record violates it when
+    another record of the same update's query has the same key, all of its columns
+    non-NULL.
+
+    :param columns: The key's columns, by name (one or more).
+    """
+
+    columns: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        """The rule as the metrics' ``constraint`` column shows it: ``UNIQUE (a, b)``."""
+        return f"UNIQUE ({', '.join(self.columns)})"
+
+    def validate(self, *, dataset: Optional[str] = None, expectation: Optional[str] = None,
+                 location: Optional[Location] = None) -> None:
+        """SDPX-VAL-014 for no column, SDPX-VAL-015 for a column that is not a non-empty
+        string."""
+        _check_columns(self.columns, "unique", dataset, expectation, location)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A reference (foreign key) rule (docs/dataset-rules.md#reference): a record violates
+    it when all its key columns are non-NULL and no record of :attr:`dataset` has that
+    key in :attr:`to_columns`.
+
+    :param dataset: The referenced dataset: a dataset of the pipeline or any table.
+    :param columns: The record's key columns (one or more).
+    :param to_columns: The referenced dataset's columns, one per key column, in order.
+    """
+
+    dataset: str
+    columns: tuple[str, ...]
+    to_columns: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        """The rule as the metrics' ``constraint`` column shows it:
+        ``REFERENCES customers (id)``, with ``FOREIGN KEY (a)`` first when the record's
+        columns have other names."""
+        to = f"REFERENCES {self.dataset} ({', '.join(self.to_columns)})"
+        if tuple(self.columns) == tuple(self.to_columns):
+            return to
+        return f"FOREIGN KEY ({', '.join(self.columns)}) {to}"
+
+    def validate(self, *, dataset: Optional[str] = None, expectation: Optional[str] = None,
+                 location: Optional[Location] = None) -> None:
+        """SDPX-VAL-015 for a dataset or column that is not a non-empty string,
+        SDPX-VAL-014 for no column, SDPX-VAL-016 for ``to`` columns that do not pair
+        with the key's."""
+        if not isinstance(self.dataset, str) or not self.dataset.strip():
+            raise SdpExpectError(
+                "SDPX-VAL-015",
+                f"references(): the referenced dataset must be a non-empty string, got "
+                f"{type(self.dataset).__name__} {self.dataset!r}",
+                dataset=dataset, expectation=expectation, location=location)
+        _check_columns(self.columns, "references", dataset, expectation, location)
+        _check_columns(self.to_columns, "references (to)", dataset, expectation, location)
+        if len(self.to_columns) != len(self.columns):
+            raise SdpExpectError(
+                "SDPX-VAL-016",
+                f"references({self.dataset!r}): {len(self.columns)} key column(s) "
+                f"{list(self.columns)} but {len(self.to_columns)} referenced column(s) "
+                f"{list(self.to_columns)}",
+                dataset=dataset, expectation=expectation, location=location)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+DatasetCheck = Union[UniqueKey, Reference]
+"""A record-level rule over the whole dataset (a key), in place of a constraint."""
+
+
+def _check_columns(columns: object, rule: str, dataset: Optional[str],
+                   expectation: Optional[str], location: Optional[Location]) -> None:
+    if not isinstance(columns, tuple) or not columns:
+        raise SdpExpectError(
+            "SDPX-VAL-014", f"{rule}() was given no key column", dataset=dataset,
+            expectation=expectation, location=location)
+    for column in columns:
+        if not isinstance(column, str) or not column.strip():
+            raise SdpExpectError(
+                "SDPX-VAL-015",
+                f"{rule}(): a key column must be a non-empty string, got "
+                f"{type(column).__name__} {column!r}",
+                dataset=dataset, expectation=expectation, location=location)
+
+
 @dataclass(frozen=True)
 class Expectation:
     """One data-quality rule: ``(name, constraint, action)``.
@@ -241,6 +353,9 @@ class Expectation:
     :param place: Where it was declared, when the front end knew it: a decorator's
         file and line, a SQL file's line, a rule file's rule (``str(place)`` for people).
     :param max_failed: Its tolerance (docs/thresholds.md), None for none.
+    :param check: A key rule (:class:`UniqueKey`, :class:`Reference`) judged against
+        other records, docs/dataset-rules.md; :attr:`constraint` is then its text
+        (``UNIQUE (order_id)``), shown in the metrics. None for a SQL rule.
     """
 
     name: str
@@ -248,6 +363,7 @@ class Expectation:
     action: Action = Action.WARN
     place: Optional[Location] = field(default=None, compare=False)
     max_failed: Optional[Tolerance] = None
+    check: Optional[DatasetCheck] = None
 
     @property
     def stops_at_first(self) -> bool:
@@ -276,7 +392,8 @@ def make_expectation(
     :param name: Must be a non-empty string.
     :param constraint: Must be a non-empty string holding one boolean SQL
         expression without subqueries, aggregate, window, generator or
-        non-deterministic functions.
+        non-deterministic functions, or a key rule (:class:`UniqueKey`,
+        :class:`Reference`: SDPX-VAL-014, -015, -016).
     :param action: ``warn``, ``drop``, ``fail`` or an :class:`Action`.
     :param dataset: The dataset it belongs to, for error messages.
     :param place: Where it was declared (:attr:`Expectation.place`, and the place of
@@ -294,6 +411,13 @@ def make_expectation(
         )
     if not name.strip():
         raise SdpExpectError("SDPX-VAL-002", dataset=dataset, expectation=name, location=place)
+    if isinstance(constraint, (UniqueKey, Reference)):
+        constraint.validate(dataset=dataset, expectation=label, location=place)
+        act = parse_action(action, dataset=dataset, expectation=label, location=place)
+        tolerance = parse_tolerance(max_failed, dataset=dataset, expectation=label,
+                                    location=place)
+        return Expectation(name=name, constraint=constraint.text, action=act, place=place,
+                           max_failed=tolerance, check=constraint)
     if not isinstance(constraint, str):
         kind = "a Python callable" if callable(constraint) else type(constraint).__name__
         raise SdpExpectError(
@@ -301,8 +425,9 @@ def make_expectation(
             f"the constraint must be a string of Spark SQL, got {kind}",
             dataset=dataset,
             expectation=label,
-            fix="write the constraint as SQL text, e.g. 'amount >= 0'; Python functions and "
-            "Column objects cannot be expectations",
+            fix="write the constraint as SQL text, e.g. 'amount >= 0', or give a key rule "
+            "(dp.unique('id'), dp.references('customers', 'customer_id')); Python functions "
+            "and Column objects cannot be expectations",
             location=place,
         )
     if not constraint.strip():
@@ -399,6 +524,11 @@ class DatasetRules:
         """Append several rules in order."""
         for expectation in expectations:
             self.add(expectation)
+
+    @property
+    def has_dataset_checks(self) -> bool:
+        """True when a rule is a key rule (unique, references): docs/dataset-rules.md."""
+        return any(e.check is not None for e in self.expectations)
 
     @property
     def has_tolerances(self) -> bool:

@@ -35,10 +35,13 @@ from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.model import (
     GROUP_DECORATORS,
     Action,
+    DatasetCheck,
     DatasetKind,
     DatasetRules,
     Expectation,
     QuarantineSpec,
+    Reference,
+    UniqueKey,
     make_expectation,
 )
 from sdp_expect.plan import (
@@ -79,8 +82,10 @@ __all__ = [
     "materialized_view",
     "metrics",
     "quarantine",
+    "references",
     "table",
     "temporary_view",
+    "unique",
 ]
 
 _PENDING_ATTR = "__sdp_expect__"
@@ -149,7 +154,66 @@ MaxFailed = Union[int, str, None]
 """A tolerance as written: a count (``10``, ``"10"``) or a percentage (``"1%"``)."""
 
 
-def _single(action: Action, name: str, constraint: str, max_failed: MaxFailed) -> Decorator:
+Constraint = Union[str, DatasetCheck]
+"""A rule: Spark SQL text (one record at a time), or a key rule made by :func:`unique` or
+:func:`references` (docs/dataset-rules.md)."""
+
+
+def unique(*columns: str) -> UniqueKey:
+    """A unique-key rule, given to an expectation decorator in place of a constraint::
+
+        @dp.materialized_view
+        @dp.expect_or_drop("order_once", dp.unique("order_id"))
+        def orders(): ...
+
+    A record violates it when another record of the update has the same key, all of the
+    key's columns non-NULL (a NULL in the key never collides, as SQL's UNIQUE). Every
+    record of a duplicated key violates it. Materialized views only
+    (docs/dataset-rules.md#unique-key).
+
+    :param columns: The key: one column name, or several for a composite key.
+    :raises SdpExpectError: when the dataset is defined: SDPX-VAL-014 for no column,
+        SDPX-VAL-015 for a column that is not a non-empty string, SDPX-DEF-114 on a
+        streaming table or a temporary view.
+    """
+    return UniqueKey(tuple(columns))
+
+
+def references(dataset: str, *columns: str,
+               to: Optional[Union[str, List[str], tuple[str, ...]]] = None) -> Reference:
+    """A reference (foreign key) rule, given to an expectation decorator in place of a
+    constraint::
+
+        @dp.materialized_view
+        @dp.expect_or_fail("customer_known", dp.references("customers", "customer_id"))
+        def orders(): ...
+
+    A record violates it when all its key columns are non-NULL and no record of
+    ``dataset`` has that key (a NULL in the key passes, as SQL's MATCH SIMPLE).
+    Materialized views, and streaming tables (each micro-batch against ``dataset`` as it
+    then is: docs/dataset-rules.md#reference).
+
+    :param dataset: The referenced dataset: a dataset of the pipeline (the flow then
+        waits for it) or any table.
+    :param columns: The record's key columns, one or more.
+    :param to: The referenced dataset's columns, one per key column in order (a name, or
+        a list); default: the key's own names.
+    :raises SdpExpectError: when the dataset is defined: SDPX-VAL-014 for no column,
+        SDPX-VAL-015 for a column or dataset that is not a non-empty string,
+        SDPX-VAL-016 for ``to`` not pairing with the key, SDPX-DEF-114 on a temporary
+        view.
+    """
+    if to is None:
+        targets: tuple[Any, ...] = tuple(columns)
+    elif isinstance(to, str):
+        targets = (to,)
+    else:
+        targets = tuple(to) if isinstance(to, (list, tuple)) else (to,)
+    return Reference(dataset, tuple(columns), targets)
+
+
+def _single(action: Action, name: str, constraint: Constraint,
+            max_failed: MaxFailed) -> Decorator:
     place = _where(get_caller_source_code_location(stacklevel=2))
 
     def source(dataset: str) -> List[Expectation]:
@@ -159,7 +223,7 @@ def _single(action: Action, name: str, constraint: str, max_failed: MaxFailed) -
     return _stacking(action.decorator, name if isinstance(name, str) else None, source)
 
 
-def expect(name: str, constraint: str, max_failed: MaxFailed = None) -> Decorator:
+def expect(name: str, constraint: Constraint, max_failed: MaxFailed = None) -> Decorator:
     """Add a *warn* expectation: violating records are written and counted.
 
     Place it below the dataset decorator (``@dp.materialized_view``, ``@dp.table``
@@ -168,25 +232,27 @@ def expect(name: str, constraint: str, max_failed: MaxFailed = None) -> Decorato
     :param name: The expectation's name, unique within the dataset.
     :param constraint: A Spark SQL boolean expression, e.g. ``"amount >= 0"``. A
         record passes only when it is TRUE (NULL is a violation unless the
-        pipeline sets ``sdp_expect.null_result: pass``).
+        pipeline sets ``sdp_expect.null_result: pass``). Or a key rule:
+        :func:`unique`, :func:`references`.
     :param max_failed: A tolerance (docs/thresholds.md): a count (``10``) or a share of
         the records checked (``"1%"``); the metrics row says when it is exceeded.
     """
     return _single(Action.WARN, name, constraint, max_failed)
 
 
-def expect_or_drop(name: str, constraint: str, max_failed: MaxFailed = None) -> Decorator:
+def expect_or_drop(name: str, constraint: Constraint, max_failed: MaxFailed = None) -> Decorator:
     """Add a *drop* expectation: violating records are not written, and are counted.
 
     :param name: The expectation's name, unique within the dataset.
-    :param constraint: A Spark SQL boolean expression.
+    :param constraint: A Spark SQL boolean expression, or a key rule (:func:`unique`,
+        :func:`references`).
     :param max_failed: A tolerance (docs/thresholds.md): a count (``10``) or a share of
         the records checked (``"1%"``); the update fails when more would be dropped.
     """
     return _single(Action.DROP, name, constraint, max_failed)
 
 
-def expect_or_fail(name: str, constraint: str, max_failed: MaxFailed = None) -> Decorator:
+def expect_or_fail(name: str, constraint: Constraint, max_failed: MaxFailed = None) -> Decorator:
     """Add a *fail* expectation: a violating record fails the flow's update.
 
     The error line reads ``[EXPECTATION_VIOLATION] Flow '<dataset>' failed to
@@ -194,7 +260,8 @@ def expect_or_fail(name: str, constraint: str, max_failed: MaxFailed = None) -> 
     '<record as JSON>'.``; the flow is not retried.
 
     :param name: The expectation's name, unique within the dataset.
-    :param constraint: A Spark SQL boolean expression.
+    :param constraint: A Spark SQL boolean expression, or a key rule (:func:`unique`,
+        :func:`references`).
     :param max_failed: A tolerance (docs/thresholds.md): a count (``10``) or a share of
         the records checked (``"1%"``). Violating records are then written and counted,
         and the update fails only when they exceed it (``[EXPECTATION_TOLERANCE_EXCEEDED]``).
@@ -232,7 +299,7 @@ def _group(action: Action, args: tuple[Any, ...], kwargs: Mapping[str, Any],
     return _stacking(decorator, None, source)
 
 
-def expect_all(*expectations: Mapping[str, str], max_failed: MaxFailed = None,
+def expect_all(*expectations: Mapping[str, Constraint], max_failed: MaxFailed = None,
                **wrong: Any) -> Decorator:
     """Add several *warn* expectations from one dict ``{name: constraint}``.
 
@@ -247,7 +314,7 @@ def expect_all(*expectations: Mapping[str, str], max_failed: MaxFailed = None,
     return _group(Action.WARN, expectations, wrong, place, max_failed)
 
 
-def expect_all_or_drop(*expectations: Mapping[str, str], max_failed: MaxFailed = None,
+def expect_all_or_drop(*expectations: Mapping[str, Constraint], max_failed: MaxFailed = None,
                        **wrong: Any) -> Decorator:
     """Add several *drop* expectations from one dict ``{name: constraint}``.
 
@@ -261,7 +328,7 @@ def expect_all_or_drop(*expectations: Mapping[str, str], max_failed: MaxFailed =
     return _group(Action.DROP, expectations, wrong, place, max_failed)
 
 
-def expect_all_or_fail(*expectations: Mapping[str, str], max_failed: MaxFailed = None,
+def expect_all_or_fail(*expectations: Mapping[str, Constraint], max_failed: MaxFailed = None,
                        **wrong: Any) -> Decorator:
     """Add several *fail* expectations from one dict ``{name: constraint}``.
 
@@ -536,7 +603,7 @@ def create_streaming_table(
     format: Optional[str] = None,
     quarantine: Union[bool, str, None] = None,
     dq_metrics: Optional[bool] = None,
-    **expectations: Mapping[str, str],
+    **expectations: Mapping[str, Constraint],
 ) -> None:
     """Create a streaming table that flows (``append_flow``) write into.
 

@@ -28,7 +28,7 @@ from typing import Any, Mapping, Optional
 
 from sdp_expect.compiler import RuleLogic
 from sdp_expect.errors import Location, SdpExpectError
-from sdp_expect.model import Action, DatasetKind, DatasetRules, Expectation
+from sdp_expect.model import Action, DatasetKind, DatasetRules, Expectation, UniqueKey
 from sdp_expect.names import (
     batch_log_comment,
     batch_log_flow_name,
@@ -122,6 +122,8 @@ _SQL_FIXES = {
                     "make it a warn rule (no ON VIOLATION clause: reported in the metrics), or "
                     "remove its 'sdp_expect.max_failed.<expectation>' property (a streaming "
                     "table's micro-batches commit one by one, docs/thresholds.md)",
+    "SDPX-DEF-114": "define a MATERIALIZED VIEW that reads the streaming table or view, "
+                    "and give it the rule file with the key rule (docs/dataset-rules.md)",
     "SDPX-DEF-112": "store the table in a format with transactional appends (USING delta or "
                     "USING iceberg), or write it with one CREATE FLOW over a UNION ALL of the "
                     "sources; if the format is safe, set "
@@ -161,6 +163,29 @@ def _check_tolerances(rules: DatasetRules, kind: DatasetKind, where: Where) -> N
             dataset=rules.dataset, expectation=expectation.name,
             location=expectation.place or where.location,
             fix=_SQL_FIXES["SDPX-DEF-113"] if where.sql else None)
+
+
+def _check_dataset_checks(rules: DatasetRules, kind: DatasetKind, where: Where) -> None:
+    """SDPX-DEF-114: a unique key on a streaming table, or any key rule on a temporary
+    view (docs/dataset-rules.md#streaming-tables-and-temporary-views). A unique key needs
+    a window over all the records, which Spark refuses on a stream; a temporary view is
+    inlined into its readers, which may read it as a stream. A reference on a streaming
+    table is a stream-static left join, which Spark runs."""
+    if kind is DatasetKind.MATERIALIZED_VIEW:
+        return
+    for expectation in rules.expectations:
+        if expectation.check is not None and (
+                kind is DatasetKind.TEMPORARY_VIEW or isinstance(expectation.check, UniqueKey)):
+            raise SdpExpectError(
+                "SDPX-DEF-114",
+                f"the key rule {expectation.constraint} on a {kind.value}: "
+                + ("unique keys are checked on materialized views only"
+                   if kind is DatasetKind.STREAMING_TABLE
+                   else "key rules are checked on materialized views and (references) "
+                   "streaming tables only"),
+                dataset=rules.dataset, expectation=expectation.name,
+                location=expectation.place or where.location,
+                fix=_SQL_FIXES["SDPX-DEF-114"] if where.sql else None)
 
 
 FILE_FORMATS = frozenset({"parquet", "orc", "json", "csv", "text", "avro", "xml", "binaryfile"})
@@ -578,6 +603,7 @@ def plan_dataset(rules: DatasetRules, kind: DatasetKind, options: PipelineOption
     """
     name = rules.dataset
     _check_tolerances(rules, kind, where)
+    _check_dataset_checks(rules, kind, where)
     companions = plan_companions(rules, options, kind, where)
     logic = RuleLogic(rules, options)
     datasets = [DatasetSpec(name, kind, Role.TARGET, format=format, query=FlowSpec(
@@ -590,7 +616,8 @@ def plan_dataset(rules: DatasetRules, kind: DatasetKind, options: PipelineOption
                 companions.quarantine, kind, Role.QUARANTINE, quarantine_comment(name),
                 query=FlowSpec(companions.quarantine, companions.quarantine, Step.QUARANTINE,
                                spark_conf=conf, logic=logic)))
-        if companions.metrics and companions.quarantine and options.metrics_from_output:
+        if (companions.metrics and companions.quarantine and options.metrics_from_output
+                and not _key_rules_on_kept(rules)):
             # Counted from what the view and its quarantine wrote, not from a third pass
             # over the query: the counts agree with both tables even when the query is
             # not deterministic, and an expensive query runs twice instead of three
@@ -616,6 +643,16 @@ def plan_dataset(rules: DatasetRules, kind: DatasetKind, options: PipelineOption
     _note_flow(state, name, name, where)
     return Plan(rules, kind, companions, tuple(datasets), tuple(flows),
                 tuple(rule_checks(logic, companions, name)), logic)
+
+
+def _key_rules_on_kept(rules: DatasetRules) -> bool:
+    """True when metrics counted from what a materialized view wrote would evaluate a key
+    rule on the kept records (a warn rule, a fail rule with a tolerance): its verdict
+    there is not the one on the query's records (a duplicate may have been dropped, and
+    the kept records lack the prepared relation's columns), so the metrics count the
+    query (docs/dataset-rules.md#cost)."""
+    return any(e.check is not None and e.action is not Action.DROP and not e.stops_at_first
+               for e in rules.expectations)
 
 
 def plan_unchecked_dataset(name: str, kind: DatasetKind, *, state: PlanState,
@@ -658,6 +695,7 @@ def plan_declared_table(rules: DatasetRules, options: PipelineOptions, *, state:
         raise _error("SDPX-DEF-105", name, where)
     kind = DatasetKind.STREAMING_TABLE
     _check_tolerances(rules, kind, where)
+    _check_dataset_checks(rules, kind, where)
     companions = plan_companions(rules, options, kind, where)
     logic = RuleLogic(rules, options)
     datasets = [DatasetSpec(name, kind, Role.TARGET, format=format),

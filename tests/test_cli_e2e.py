@@ -7,13 +7,21 @@ small projects show the exit code and the error line of a failed expectation.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pyspark
 import pytest
-from cli_helpers import set_storage, spark_pipelines, user_env, write_project
+from cli_helpers import (
+    read_all_tables,
+    sdp_expect,
+    set_storage,
+    spark_pipelines,
+    user_env,
+    write_project,
+)
 from sdp_runner import copy_project
 
 REPO = Path(__file__).resolve().parent.parent
@@ -116,3 +124,43 @@ def test_definition_mistake_stops_the_run_before_any_flow(tmp_path: Path) -> Non
     assert "[SDPX-DEF-101]" in output and "dataset 'checked'" in output
     assert "is QUEUED" not in output
 
+
+
+def test_sdp_expect_run_checks_key_rules_on_a_materialized_view(tmp_path: Path) -> None:
+    """Both key rules (docs/dataset-rules.md) through ``sdp-expect run``: the drop of a
+    duplicated key, a reference to a dataset of the pipeline, the summary and the
+    tables (exactly the query's columns)."""
+    project = write_project(tmp_path / "keys", """\
+        from pyspark.sql import SparkSession
+        from sdp_expect import pipelines as dp
+
+        spark = SparkSession.active()
+
+        @dp.materialized_view
+        def customers():
+            return spark.sql("SELECT * FROM VALUES (1), (2) AS t(id)")
+
+        @dp.materialized_view
+        @dp.quarantine()
+        @dp.expect_or_drop("order_once", dp.unique("order_id"))
+        @dp.expect("customer_known", dp.references("customers", "customer_id", to="id"))
+        def orders():
+            return spark.sql("SELECT * FROM VALUES (10, 1), (10, 2), (11, 3), (12, NULL), "
+                             "(13, 2) AS t(order_id, customer_id)")
+        """)
+    result = sdp_expect("run", cwd=project / "transformations")
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    summary = out[out.index("== Data quality"):]
+    assert re.search(r"^    order_once +drop +3 +2 +40\.0%$", summary, re.MULTILINE), summary
+    assert re.search(r"^    customer_known +warn +4 +1 +20\.0%$", summary, re.MULTILINE), summary
+    tables = read_all_tables(project)
+    assert sorted((r["order_id"], r["customer_id"]) for r in tables["orders"]) == [
+        (11, 3), (12, None), (13, 2)]
+    assert list(tables["orders"][0]) == ["order_id", "customer_id"]
+    assert sorted((r["order_id"], r["_failed_expectations"])
+                  for r in tables["orders_quarantine"]) == [(10, ["order_once"]),
+                                                            (10, ["order_once"])]
+    metrics = {r["expectation"]: r for r in tables["orders_dq_metrics"]}
+    assert metrics["customer_known"]["constraint"] == (
+        "FOREIGN KEY (customer_id) REFERENCES customers (id)")

@@ -474,3 +474,53 @@ def test_a_batch_log_is_grouped_per_micro_batch_or_written_per_record(
         assert "WATERMARK" not in select and "GROUP BY" not in select
         assert "CAST(1 AS BIGINT) AS _records" in select
     assert select.startswith("SELECT _batch_time, ") and "AS _failed" in select
+
+
+def _key_rules(dataset: str, action: Action) -> DatasetRules:
+    from sdp_expect.model import Reference, UniqueKey, make_expectation
+
+    rules = DatasetRules(dataset)
+    rules.add(make_expectation("once", UniqueKey(("id",)), action, dataset=dataset))
+    rules.add(make_expectation("known", Reference("c", ("cid",), ("id",)), Action.DROP,
+                               dataset=dataset))
+    return rules
+
+
+def test_def_114_key_rules_on_a_streaming_table_or_temporary_view() -> None:
+    """Key rules (docs/dataset-rules.md) on materialized views only: a streaming table
+    (with a query or declared), a temporary view, a SQL fix for the SQL front end."""
+    options = PipelineOptions()
+    for kind in (DatasetKind.STREAMING_TABLE, DatasetKind.TEMPORARY_VIEW):
+        for where in (Where(Location("p.py", 3)), Where(Location("f.sql", 3), sql=True)):
+            with pytest.raises(SdpExpectError) as caught:
+                plan_dataset(_key_rules("t", Action.DROP), kind, options,
+                             state=PlanState(options), where=where)
+            assert (caught.value.code, caught.value.dataset, caught.value.expectation) == (
+                "SDPX-DEF-114", "t", "once")
+            assert ("MATERIALIZED VIEW" in (caught.value.fix or "")) is where.sql
+    with pytest.raises(SdpExpectError) as caught:
+        planner.plan_declared_table(_key_rules("t", Action.WARN), options,
+                                    state=PlanState(options))
+    assert caught.value.code == "SDPX-DEF-114"
+
+
+@pytest.mark.parametrize(("action", "step"), [
+    (Action.DROP, Step.METRICS_FROM_COMPANIONS),   # counted in the quarantine by name
+    (Action.WARN, Step.METRICS_FROM_QUERY),        # its verdict on the kept records differs
+])
+def test_metrics_of_key_rules_from_the_output_only_when_no_key_rule_is_judged_on_kept(
+        action: Action, step: Step) -> None:
+    options = PipelineOptions(metrics_from_output=True, quarantine=True)
+    plan = plan_dataset(_key_rules("m", action), DatasetKind.MATERIALIZED_VIEW, options,
+                        state=PlanState(options))
+    metrics = plan.datasets[-1].query
+    assert metrics is not None and metrics.step is step
+    # The target and its check views read the referenced dataset; the output has the
+    # query's columns only.
+    target = plan.datasets[0].query
+    assert target is not None
+    text = target.select("src")
+    assert text.startswith("SELECT _sdpx_rec.* FROM") and "FROM c)" in text
+    checks = {c.expectation.name: c.select("src") for c in plan.checks if c.expectation}
+    assert "PARTITION BY" in checks["once"] and "LEFT JOIN" not in checks["once"]
+    assert "LEFT JOIN" in checks["known"] and "PARTITION BY" not in checks["known"]

@@ -81,6 +81,11 @@ SCHEMA_CANNOT_CHECK = (
         "value, and a schema sees the parsed document",
         duplicates_only=True,
     ),
+    CannotCheck(
+        "to as many as columns", frozenset({"SDPX-VAL-016"}),
+        "a references rule's to must list as many columns as its columns; draft-07 cannot "
+        "compare the lengths of two arrays",
+    ),
 )
 """What validate checks and the schema cannot: the exception list of docs/rule-files.md."""
 
@@ -395,6 +400,44 @@ CASES: list[tuple[str, str, str]] = [
     ("twice-group-name", '{"expect_or_fail": {"v": "ts IS NOT NULL", "v": "ts > 0"}}', ".json"),
     ("twice-rule-key", "- name: n\n  name: m\n  constraint: a\n", ".yml"),
     ("twice-wrapper", "expectations: []\nexpectations: []\n", ".yml"),
+    # key rules (docs/dataset-rules.md)
+    ("list-unique", "- {name: n, unique: [a], failureAction: drop}\n- {unique: [a, b]}\n"
+     "- {name: m, unique: [c], constraint: null, max_failed: 1%}\n", ".yml"),
+    ("list-references",
+     "- {name: n, references: {dataset: c, columns: [a]}, type: expect_or_fail}\n"
+     "- {references: {dataset: db.c, columns: [a, b], to: [x, y], note: why}}\n"
+     "- {name: m, references: {dataset: c, columns: [a], to: null}, unique: null}\n", ".yml"),
+    ("list-references-json",
+     '[{"name": "n", "references": {"dataset": "c", "columns": ["a"], "to": ["id"]}}]', ".json"),
+    ("008-unique-text", "- {name: n, unique: a}\n", ".yml"),
+    ("008-references-list", "- {name: n, references: [c, a]}\n", ".yml"),
+    ("008-references-columns-text", "- {name: n, references: {dataset: c, columns: a}}\n",
+     ".yml"),
+    ("008-references-to-text", "- {name: n, references: {dataset: c, columns: [a], to: b}}\n",
+     ".yml"),
+    ("008-references-key-number", "- {name: n, references: {dataset: c, columns: [a], 1: x}}\n",
+     ".yml"),
+    ("014-unique-empty", "- {name: n, unique: []}\n", ".yml"),
+    ("014-references-no-columns", "- {name: n, references: {dataset: c}}\n", ".yml"),
+    ("014-references-null-columns", "- {name: n, references: {dataset: c, columns: null}}\n",
+     ".yml"),
+    ("014-references-empty-to", "- {name: n, references: {dataset: c, columns: [a], to: []}}\n",
+     ".yml"),
+    ("015-unique-number", "- {name: n, unique: [1]}\n", ".yml"),
+    ("015-unique-blank", "- {name: n, unique: [' ']}\n", ".yml"),
+    ("015-references-no-dataset", "- {name: n, references: {columns: [a]}}\n", ".yml"),
+    ("015-references-empty-dataset", "- {name: n, references: {dataset: '', columns: [a]}}\n",
+     ".yml"),
+    ("015-references-dataset-number", "- {name: n, references: {dataset: 5, columns: [a]}}\n",
+     ".yml"),
+    ("016-to-longer", "- {name: n, references: {dataset: c, columns: [a], to: [x, y]}}\n",
+     ".yml"),
+    ("017-unique-and-constraint", "- {name: n, unique: [a], constraint: a > 0}\n", ".yml"),
+    ("017-unique-and-expression", "- {name: n, unique: [a], expression: ''}\n", ".yml"),
+    ("017-unique-and-references",
+     "- {name: n, unique: [a], references: {dataset: c, columns: [a]}}\n", ".yml"),
+    ("071-key-rule-default-name", "- {unique: [a]}\n- {name: UNIQUE (a), constraint: a > 0}\n",
+     ".yml"),
     # no document
     ("not-a-document-syntax", "a: [1, 2\n", ".yml"),
     ("not-a-document-two", "a: 1\n---\nb: 2\n", ".yml"),
@@ -425,7 +468,8 @@ def test_the_cases_show_every_code_and_every_exception(scratch: Path) -> None:
     codes = {code for v in got.values() for code in v.codes}
     assert codes == {"SDPX-VAL-001", "SDPX-VAL-002", "SDPX-VAL-006", "SDPX-VAL-008",
                      "SDPX-VAL-009", "SDPX-VAL-010", "SDPX-VAL-011", "SDPX-VAL-012",
-                     "SDPX-VAL-013", "SDPX-VAL-071"}
+                     "SDPX-VAL-013", "SDPX-VAL-014", "SDPX-VAL-015", "SDPX-VAL-016",
+                     "SDPX-VAL-017", "SDPX-VAL-071"}
     # Each exception is needed: some case is rejected by validate for it alone, and
     # accepted by the schema.
     for check in (*SCHEMA_CANNOT_CHECK, NOT_A_DOCUMENT):

@@ -297,7 +297,7 @@ def test_unknown_keys_are_reported_as_warnings_with_the_nearest_known_key(
         "did you mean 'failureAction'?",
         "rule 2: the key 'colour' is not part of the grammar and is ignored; known keys: "
         "name, message, constraint, expression, failureAction, type, tag, tags, max_failed, "
-        "action",
+        "action, unique, references",
     )
     mapping = check_file(write(tmp_path, "a > 0:\n  acton: drop\n", "m.yml"))
     assert mapping.warnings == ("rule 'a > 0': the key 'acton' is not part of the grammar "

@@ -17,8 +17,11 @@ from sdp_expect.model import (
     DECORATORS,
     GROUP_DECORATORS,
     Action,
+    DatasetCheck,
     Expectation,
+    Reference,
     RuleNames,
+    UniqueKey,
     either,
     make_expectation,
     parse_action,
@@ -36,7 +39,8 @@ _GROUPS: dict[str, Action] = {**DECORATORS, **GROUP_DECORATORS}
 _TYPES = DECORATORS
 _WRAPPER = "expectations"
 _LIST_KEYS = ("name", "message", "constraint", "expression", "failureAction", "type", "tag",
-              "tags", "max_failed", "action")
+              "tags", "max_failed", "action", "unique", "references")
+_REFERENCE_KEYS = ("dataset", "columns", "to")
 _MAPPING_KEYS = ("action", "name", "failureAction", "type", "max_failed")
 
 
@@ -223,10 +227,61 @@ class Reader:
         constraint, bad_constraint = self.text_field(entry, ("constraint", "expression"), place)
         name, bad_name = self.text_field(entry, ("name", "message"), place)
         tags = self.tags(entry, place)
-        if not bad_constraint:
+        key_rule, bad_key = self.key_rule(entry, place, constraint is not None or bad_constraint)
+        if bad_key:
+            return
+        if key_rule is not None:
+            self.build(place, name, key_rule, action, tags,
+                       ok=len(self.errors) == before, claim=not bad_name,
+                       max_failed=entry.get("max_failed"))
+        elif not bad_constraint:
             self.build(place, name, constraint, action, tags,
                        ok=len(self.errors) == before, claim=not bad_name,
                        max_failed=entry.get("max_failed"))
+
+    def key_rule(self, entry: dict[Any, Any], place: Location, has_constraint: bool
+                 ) -> tuple[Optional[DatasetCheck], bool]:
+        """The entry's key rule (``unique: [cols]`` or ``references: {dataset, columns,
+        to}``, docs/dataset-rules.md), and whether it is malformed (an error reported).
+        A null value counts as absent."""
+        given = [key for key in ("unique", "references") if entry.get(key) is not None]
+        if not given:
+            return None, False
+        if has_constraint or len(given) > 1:
+            both = ["constraint", *given] if has_constraint else given
+            self.error("SDPX-VAL-017", f"the rule has {' and '.join(both)}", place,
+                       fix="give each rule one of constraint, unique and references: write "
+                       "two rules to check two things")
+            return None, True
+        if given == ["unique"]:
+            columns = self.column_list(entry["unique"], "unique", place)
+            return (None, True) if columns is None else (UniqueKey(columns), False)
+        body = entry["references"]
+        if not isinstance(body, dict):
+            self.error("SDPX-VAL-008", f"references is {kind_of(body)}, not a mapping", place,
+                       fix="write references: {dataset: customers, columns: [customer_id]} "
+                       "(and to: [id] when the referenced columns have other names)")
+            return None, True
+        self.check_body(body, place, _REFERENCE_KEYS)
+        columns = self.column_list(body.get("columns", []), "references' columns", place)
+        to = (columns if body.get("to") is None
+              else self.column_list(body["to"], "references' to", place))
+        if columns is None or to is None:
+            return None, True
+        return Reference(body.get("dataset"), columns, to), False  # type: ignore[arg-type]
+
+    def column_list(self, value: object, what: str, place: Location
+                    ) -> Optional[tuple[str, ...]]:
+        """A key's columns: a list (its items are checked by the model, SDPX-VAL-014/-015);
+        None after an error for anything else."""
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            self.error("SDPX-VAL-008", f"{what} is {kind_of(value)}, not a list of column "
+                       "names", place, fix=f"write {what.split(chr(39))[0]} as a list, e.g. "
+                       "[order_id] or [region, order_id]")
+            return None
+        return tuple(value)
 
     def list_action(self, entry: dict[Any, Any], place: Location) -> Action:
         if "action" in entry:
@@ -358,24 +413,34 @@ class Reader:
 
     # -- one rule --------------------------------------------------------------------
 
-    def build(self, place: Location, name: Optional[str], constraint: Optional[str],
+    def build(self, place: Location, name: Optional[str],
+              constraint: Optional[str | DatasetCheck],
               action: Action, tags: tuple[str, ...], *, ok: bool, claim: bool = True,
               max_failed: object = None) -> None:
         """Check one rule's parts and keep it when the whole rule is valid.
 
         :param name: ``None`` names the rule by its constraint.
-        :param constraint: ``None`` when the rule has none (SDPX-VAL-001).
+        :param constraint: ``None`` when the rule has none (SDPX-VAL-001); a key rule in
+            place of a constraint (its text is then the default name).
         :param ok: False when an error was already reported for this rule.
         :param claim: False when the name was invalid: skip the duplicate-name check.
         :param max_failed: The rule's tolerance as written (docs/thresholds.md), or None.
         """
-        if constraint is None or not constraint.strip():
+        if isinstance(constraint, (UniqueKey, Reference)):
+            if name is None:
+                try:  # its text, as the metrics show it
+                    name = constraint.text
+                except TypeError:  # a column that is no text: SDPX-VAL-015 below
+                    name = "key rule"
+        elif constraint is None or not constraint.strip():
             missing = "no constraint" if constraint is None else "an empty constraint"
             self.error("SDPX-VAL-001", f"the rule has {missing}", place,
                        fix="add constraint: followed by a Spark SQL boolean expression, "
                        "e.g. constraint: \"amount >= 0\"", expectation=name)
             return
-        name = constraint if name is None else name
+        if name is None:
+            assert isinstance(constraint, str)
+            name = constraint
         try:
             expectation = make_expectation(name, constraint, action, dataset=self.dataset,
                                            place=place, max_failed=max_failed)
