@@ -67,7 +67,11 @@ def test_two_runs_and_a_record_append_each_updates_counts(tmp_path: Path) -> Non
     assert recorded.returncode == 0, recorded.stdout + recorded.stderr
     assert json.loads(recorded.stdout)["datasets"] == ["events", "orders"]
 
-    table = read_all_tables(project)[names.HISTORY_TABLE]
+    tables = read_all_tables(project)
+    table = tables[names.HISTORY_TABLE]
+    # The event-log view (a VARIANT column, in the Hive metastore): an event per update
+    # and dataset.
+    assert len(tables[names.EVENT_LOG_VIEW]) == 6
     assert {row["pipeline"] for row in table} == {"cli_test"}
     assert _by_update(table) == [
         {("orders", "small", 1, 2, 3, 1), ("orders", "valid_id", 2, 1, 3, 1),

@@ -73,6 +73,83 @@ def history(pipeline: Pipeline, update_id: str) -> set[tuple[Any, ...]]:
              r["dropped_records"], r["dataset_kind"]) for r in rows}
 
 
+# The design guide's event-log query (../shared/reference, "Reviewing Quality Metrics in
+# the Event Log"), with only the table changed: event_log(TABLE(...)) -> the view.
+GUIDE_QUERY = """
+SELECT
+  details:flow_progress.data_quality.expectations.name AS expectation_name,
+  details:flow_progress.data_quality.expectations.dataset AS dataset,
+  details:flow_progress.data_quality.expectations.passed_records AS passed,
+  details:flow_progress.data_quality.expectations.failed_records AS failed,
+  timestamp
+FROM {view}
+WHERE event_type = 'flow_progress'
+  AND details:flow_progress.data_quality IS NOT NULL
+ORDER BY timestamp DESC;
+"""
+
+# Its per-expectation form: one row per rule and update (docs/history.md).
+PER_EXPECTATION_QUERY = """
+SELECT origin.update_id AS update_id,
+  e.value:name::string AS expectation_name,
+  e.value:dataset::string AS dataset,
+  e.value:passed_records::bigint AS passed,
+  e.value:failed_records::bigint AS failed,
+  details:flow_progress.data_quality.dropped_records::bigint AS dropped,
+  timestamp
+FROM {view},
+  LATERAL variant_explode(details:flow_progress.data_quality.expectations) AS e
+WHERE event_type = 'flow_progress'
+  AND details:flow_progress.data_quality IS NOT NULL
+ORDER BY timestamp DESC
+"""
+
+# A Databricks data-quality dashboard query, ported: from_json wants a STRING, so the
+# VARIANT path is cast (`::string`, its JSON text); the rest is as written for Lakeflow.
+DASHBOARD_QUERY = """
+SELECT row_expectations.dataset AS dataset, row_expectations.name AS expectation,
+  SUM(row_expectations.passed_records) AS passing_records,
+  SUM(row_expectations.failed_records) AS failing_records
+FROM (
+  SELECT explode(from_json(details:flow_progress:data_quality:expectations::string,
+    "array<struct<name: string, dataset: string, passed_records: int, failed_records: int>>"
+  )) row_expectations
+  FROM {view}
+  WHERE event_type = 'flow_progress' AND origin.update_id = '{update_id}'
+)
+GROUP BY row_expectations.dataset, row_expectations.name
+"""
+
+
+def check_event_log(pipeline: Pipeline, writes: list[HistoryWrite],
+                    expected: dict[str, set[tuple[Any, ...]]]) -> None:
+    """docs/history.md#the-event-log-view: the guide's query runs on the view, one row
+    per recorded update and dataset; the per-expectation form and the ported dashboard
+    query give each update's exact counts per rule."""
+    spark = pipeline.spark
+    view = f"`{pipeline.database}`.`{names.EVENT_LOG_VIEW}`"
+    events = sum(len({row[0] for row in rows}) for rows in expected.values())
+    guide = spark.sql(GUIDE_QUERY.format(view=view)).collect()
+    assert len(guide) == events
+    stamps = [row["timestamp"] for row in guide]
+    assert stamps == sorted(stamps, reverse=True)
+    per_rule = spark.sql(PER_EXPECTATION_QUERY.format(view=view)).collect()
+    found: dict[str, set[tuple[Any, ...]]] = {}
+    for row in per_rule:
+        found.setdefault(row["update_id"], set()).add(
+            (row["dataset"], row["expectation_name"], row["passed"], row["failed"],
+             row["dropped"]))
+    assert found == {update_id: {(d, name, passed, failed, dropped)
+                                 for d, name, _, _, passed, failed, _, dropped, _ in rows}
+                     for update_id, rows in expected.items()}
+    last = writes[-1].update_id
+    dashboard = spark.sql(DASHBOARD_QUERY.format(view=view, update_id=last)).collect()
+    assert {(r["dataset"], r["expectation"], r["passing_records"], r["failing_records"])
+            for r in dashboard} == {(d, name, passed, failed)
+                                    for d, name, _, _, passed, failed, _, _, _
+                                    in expected[last]}
+
+
 def write_json(folder: Path, name: str, rows: list[Row]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / name).write_text("".join(json.dumps({"id": i, "amount": a}) + "\n"
@@ -144,6 +221,7 @@ def test_history_rows_are_each_updates_own_counts(make_pipeline: MakePipeline) -
            st_rows=first_files[0] + second_files[0] + second_files[1] + third_files[0])
     update([(9, 9), (None, 1)], [], st_rows=[])
 
+    check_event_log(pipeline, writes, expected)
     table = pipeline.spark.read.table(f"`{pipeline.database}`.`{names.HISTORY_TABLE}`")
     assert [(f.name, f.dataType.simpleString().upper()) for f in table.schema.fields] == [
         (name, kind) for name, kind in HISTORY_COLUMNS]

@@ -4,8 +4,9 @@ After an update, :func:`record_history` appends to ``sdp_expect_dq_history`` (in
 pipeline's catalog and database) one row per dataset and expectation with that
 update's own counts: a materialized view's ``<dataset>_dq_metrics`` rows as they are;
 for a streaming table the sums over the rows of its batch log ``<table>_dq_batches``
-later than the newest ``_batch_time`` the history has counted for it. Everything is
-computed by Spark in one ``INSERT INTO ... SELECT`` per dataset: no record, no batch
+later than the newest ``_batch_time`` the history has counted for it. The view
+``sdp_expect_event_log`` shows the same rows with Lakeflow's event-log columns.
+Everything is computed by Spark in one ``INSERT INTO ... SELECT`` per dataset: no record, no batch
 log row and no printed text of Spark comes to Python.
 
 The table is not a pipeline dataset: a full refresh of the pipeline does not touch it.
@@ -42,6 +43,7 @@ __all__ = [
     "MATERIALIZED_VIEW",
     "STREAMING_TABLE",
     "create_table_sql",
+    "event_log_view_sql",
     "history_format",
     "materialized_view_insert_sql",
     "read_history",
@@ -193,6 +195,35 @@ def streaming_table_insert_sql(table: str, metrics: str, batch_log: str) -> str:
     ).replace("{table}", table)
 
 
+def event_log_view_sql(view: str, table: str) -> str:
+    """``CREATE OR REPLACE VIEW`` of the event-log view ``view`` over the history ``table``
+    (both qualified, quoted): one ``flow_progress`` event per recorded update and dataset,
+    with Lakeflow's event-log columns (docs/history.md#the-event-log-view).
+
+    ``details`` is a VARIANT built with ``to_variant_object``: its
+    ``flow_progress.data_quality`` has ``dropped_records`` and ``expectations``, an array
+    of objects with ``name``, ``dataset``, ``passed_records`` and ``failed_records``
+    (sorted by name).
+    """
+    expectations = ("array_sort(collect_list(named_struct('name', h.expectation, "
+                    "'dataset', h.dataset, 'passed_records', h.passed_records, "
+                    "'failed_records', h.failed_records)))")
+    return (
+        f"CREATE OR REPLACE VIEW {view} AS\n"
+        "SELECT concat(h.update_id, '/', h.dataset) AS id,\n"
+        "  h.update_time AS `timestamp`,\n"
+        "  'flow_progress' AS event_type,\n"
+        "  'INFO' AS level,\n"
+        "  named_struct('pipeline_name', h.pipeline, 'update_id', h.update_id,\n"
+        "               'flow_name', h.dataset, 'dataset_name', h.dataset) AS origin,\n"
+        "  to_variant_object(named_struct('flow_progress', named_struct(\n"
+        "    'status', 'COMPLETED',\n"
+        "    'data_quality', named_struct('dropped_records', max(h.dropped_records),\n"
+        f"                                 'expectations', {expectations})))) AS details\n"
+        f"FROM {table} h\n"
+        "GROUP BY h.pipeline, h.update_id, h.update_time, h.dataset")
+
+
 def updated_metrics_tables(report: QualityReport) -> list[str]:
     """The metrics tables of the datasets a run updated (the report's state,
     :func:`sdp_expect.report.build.build_report`): the rows a run records."""
@@ -205,7 +236,8 @@ def record_history(spark: Any, *, pipeline: str, catalog: Optional[str] = None,
                    metrics_tables: Optional[Collection[str]] = None,
                    update_id: Optional[str] = None,
                    update_time: Optional[datetime.datetime] = None) -> HistoryWrite:
-    """Append this update's counts to the history table (creating it if absent).
+    """Append this update's counts to the history table (creating it if absent), and
+    (re)create the event-log view over it.
 
     :param spark: A Spark session (classic or Spark Connect) on the pipeline's catalog.
     :param pipeline: The pipeline's name (the spec's ``name``).
@@ -228,6 +260,7 @@ def record_history(spark: Any, *, pipeline: str, catalog: Optional[str] = None,
         table = _qualified(catalog, database, names.HISTORY_TABLE)
         fmt = table_format or spark.conf.get(FORMAT_SETTING, "parquet") or "parquet"
         spark.sql(create_table_sql(table, fmt))
+        spark.sql(event_log_view_sql(_qualified(catalog, database, names.EVENT_LOG_VIEW), table))
         listed = {t.name: (t.description or "") for t in
                   spark.catalog.listTables(f"{_quoted(catalog)}.{_quoted(database)}")
                   if not t.isTemporary}
