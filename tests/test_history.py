@@ -8,20 +8,27 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+import pytest
 from chispa import assert_df_equality
+from cli_helpers import sdp_expect
 from pyspark.sql import DataFrame
 from pyspark.sql.connect.session import SparkSession
 from sdp_runner import MakePipeline, Pipeline
 
 from sdp_expect import names
 from sdp_expect import pipelines as dp
+from sdp_expect.report.build import build_report
 from sdp_expect.report.history_table import (
     HISTORY_COLUMNS,
     MATERIALIZED_VIEW,
     STREAMING_TABLE,
+    HistoryError,
     HistoryWrite,
+    create_table_sql,
     record_history,
+    updated_metrics_tables,
 )
+from sdp_expect.report.model import TableReading
 
 SCHEMA = "id INT, amount INT"
 Row = tuple[Optional[int], Optional[int]]
@@ -131,6 +138,9 @@ def check_event_log(pipeline: Pipeline, writes: list[HistoryWrite],
     events = sum(len({row[0] for row in rows}) for rows in expected.values())
     guide = spark.sql(GUIDE_QUERY.format(view=view)).collect()
     assert len(guide) == events
+    # A VARIANT path through an array without an index is NULL (docs/history.md).
+    assert {(r["expectation_name"], r["dataset"], r["passed"], r["failed"]) for r in guide} \
+        == {(None, None, None, None)}
     stamps = [row["timestamp"] for row in guide]
     assert stamps == sorted(stamps, reverse=True)
     per_rule = spark.sql(PER_EXPECTATION_QUERY.format(view=view)).collect()
@@ -255,3 +265,43 @@ def test_rows_equal_the_metrics_of_a_materialized_view(make_pipeline: MakePipeli
     assert_df_equality(recorded.select(*columns),
                        pipeline.spark.read.table(f"`{pipeline.database}`.orders_dq_metrics")
                        .select(*columns), ignore_row_order=True, ignore_nullable=True)
+
+
+def test_a_run_records_the_datasets_its_summary_shows_as_updated() -> None:
+    """What `sdp-expect run` records is the report's own state (report/build.py): not a
+    dataset that failed, was skipped or was not refreshed, nor one without numbers."""
+    def entry(dataset: str, streaming: bool = False, rows: int = 1) -> dict[str, Any]:
+        return {"table": names.metrics_name(dataset),
+                "comment": names.metrics_comment(dataset, streaming=streaming),
+                "rows": [{"dataset": dataset, "expectation": "r", "action": "warn",
+                          "constraint": "true", "passed_records": 1, "failed_records": 0,
+                          "total_records": 1, "dropped_records": 0}] * rows}
+
+    reading = TableReading(catalog="spark_catalog", database="default", metrics=[
+        entry("updated"), entry("stream", streaming=True), entry("failed"),
+        entry("skipped"), entry("untouched"), entry("emptied", rows=0)], quarantines=[],
+        notes=[])
+    flows = {f"spark_catalog.default.{name}": state for name, state in [
+        ("updated_dq_metrics", "COMPLETED"), ("stream_dq_metrics", "COMPLETED"),
+        ("failed", "FAILED"), ("skipped", "SKIPPED"), ("skipped_dq_metrics", "SKIPPED"),
+        ("emptied_dq_metrics", "COMPLETED")]}
+    report = build_report(reading, flows=flows, run_status="FAILED")
+    assert updated_metrics_tables(report) == ["stream_dq_metrics", "updated_dq_metrics"]
+
+
+def test_a_table_format_must_be_a_name() -> None:
+    assert create_table_sql("`h`", "delta").endswith(") USING delta")
+    with pytest.raises(HistoryError, match="not a table format name"):
+        create_table_sql("`h`", "parquet; DROP TABLE x")
+
+
+def test_history_command_usage_and_no_catalog(tmp_path: Path) -> None:
+    (tmp_path / "spark-pipeline.yml").write_text("name: p\nlibraries: []\n")
+    assert sdp_expect("history", cwd=tmp_path).returncode == 2
+    assert sdp_expect("history", "show", "--updates", "0", cwd=tmp_path).returncode == 2
+    for action in ("record", "show"):
+        result = sdp_expect("history", action, cwd=tmp_path)
+        assert result.returncode == 1
+        assert "no catalog in" in result.stderr, result.stderr
+    help_text = sdp_expect("history", "record", "--help", cwd=tmp_path).stdout
+    assert "Exit status: 0" in help_text and "--dataset" in help_text
