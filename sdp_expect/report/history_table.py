@@ -168,7 +168,7 @@ def streaming_table_insert_sql(table: str, metrics: str, batch_log: str) -> str:
     return (
         f"{_insert_head(table)}\n"
         "WITH since AS (\n"
-        "  SELECT max(h.last_batch_time) AS t FROM {table} h\n"
+        f"  SELECT max(h.last_batch_time) AS t FROM {table} h\n"
         f"  WHERE h.dataset IN (SELECT m.dataset FROM {metrics} m)\n"
         "), batches AS (\n"
         f"  SELECT b.{time_}, b.{records}, b.{dropped}, b.{failed}\n"
@@ -191,8 +191,7 @@ def streaming_table_insert_sql(table: str, metrics: str, batch_log: str) -> str:
         "  CAST(t.total_records AS BIGINT), CAST(t.dropped_records AS BIGINT),\n"
         f"  '{STREAMING_TABLE}', coalesce(t.newest, s.t)\n"
         f"FROM {metrics} m CROSS JOIN totals t CROSS JOIN since s\n"
-        "LEFT JOIN failed f ON f.rule = m.expectation"
-    ).replace("{table}", table)
+        "LEFT JOIN failed f ON f.rule = m.expectation")
 
 
 def event_log_view_sql(view: str, table: str) -> str:
