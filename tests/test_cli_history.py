@@ -67,11 +67,18 @@ def test_two_runs_and_a_record_append_each_updates_counts(tmp_path: Path) -> Non
     assert recorded.returncode == 0, recorded.stdout + recorded.stderr
     assert json.loads(recorded.stdout)["datasets"] == ["events", "orders"]
 
+    # After `spark-pipelines run --refresh events`: only what was refreshed.
+    only = sdp_expect("history", "record", "--spec", str(project), "--dataset", "events",
+                      "--dataset", "nope", cwd=tmp_path)
+    assert only.returncode == 0, only.stdout + only.stderr
+    assert "recorded 1 row of events in " in only.stdout, only.stdout
+    assert "not recorded: nope (no metrics table" in only.stderr, only.stderr
+
     tables = read_all_tables(project)
     table = tables[names.HISTORY_TABLE]
     # The event-log view (a VARIANT column, in the Hive metastore): an event per update
     # and dataset.
-    assert len(tables[names.EVENT_LOG_VIEW]) == 6
+    assert len(tables[names.EVENT_LOG_VIEW]) == 7
     assert {row["pipeline"] for row in table} == {"cli_test"}
     assert _by_update(table) == [
         {("orders", "small", 1, 2, 3, 1), ("orders", "valid_id", 2, 1, 3, 1),
@@ -82,6 +89,7 @@ def test_two_runs_and_a_record_append_each_updates_counts(tmp_path: Path) -> Non
         # (docs/history.md#recording-after-spark-pipelines-run); the table read nothing.
         {("orders", "small", 1, 0, 1, 0), ("orders", "valid_id", 1, 0, 1, 0),
          ("events", "not_negative", 0, 0, 0, 0)},
+        {("events", "not_negative", 0, 0, 0, 0)},
     ]
     shown = sdp_expect("history", "show", "--spec", str(project), "--format", "json",
                        "--updates", "1", cwd=tmp_path)

@@ -144,6 +144,11 @@ def command_history(args: argparse.Namespace, action: str) -> int:
             written = (record_through(url, token, **options) if url
                        else record_in_own_process(project.folder, confs, **options))
             _print_written(written, args.format)
+            missing = [d for d in args.dataset or () if d not in written.datasets]
+            if missing:
+                write_text(sys.stderr, f"sdp-expect history record: not recorded: "
+                           f"{', '.join(missing)} (no metrics table, or an empty one: the "
+                           "update failed)\n")
         else:
             rows = (show_through(url, token, limit=args.updates, **where) if url
                     else show_in_own_process(project.folder, confs, limit=args.updates,
@@ -166,7 +171,8 @@ def _print_written(written: HistoryWrite, form: str) -> None:
         write_text(sys.stdout, json.dumps(written.as_dict(), indent=2) + "\n")
         return
     if written.datasets:
-        write_text(sys.stdout, f"recorded {written.rows} rows of {', '.join(written.datasets)} "
+        rows = f"{written.rows} row{'s' if written.rows != 1 else ''}"
+        write_text(sys.stdout, f"recorded {rows} of {', '.join(written.datasets)} "
                    f"in {written.table} (update {written.update_id})\n")
     else:
         write_text(sys.stdout, f"nothing to record in {written.table}: no dataset has metrics "
