@@ -15,7 +15,9 @@ __all__ = [
     "BATCH_FAILED_COLUMN",
     "BATCH_RECORDS_COLUMN",
     "BATCH_TIME_COLUMN",
+    "EVENT_LOG_VIEW",
     "FAILED_EXPECTATIONS_COLUMN",
+    "HISTORY_TABLE",
     "METRICS_COLUMNS",
     "METRICS_SUFFIX",
     "TOLERANCE_METRICS_COLUMNS",
@@ -38,6 +40,13 @@ METRICS_SUFFIX = "_dq_metrics"
 
 BATCH_LOG_SUFFIX = "_dq_batches"
 """Appended to a streaming table's name: its batch log (one row of counts per micro-batch)."""
+
+HISTORY_TABLE = "sdp_expect_dq_history"
+"""The history table: one row per dataset, expectation and update, in the pipeline's catalog
+and database; not a pipeline dataset, so a full refresh keeps it (docs/history.md)."""
+
+EVENT_LOG_VIEW = "sdp_expect_event_log"
+"""The view over :data:`HISTORY_TABLE` with Lakeflow's event-log columns (docs/history.md)."""
 
 QUARANTINE_FLOW_SUFFIX = "_to_quarantine"
 """Appended to a flow's name: the flow that feeds the table's quarantine."""

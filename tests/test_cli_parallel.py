@@ -25,6 +25,7 @@ from cli_helpers import REPO, sdp_expect, sdp_expect_script, set_storage, user_e
 from pyspark.sql import SparkSession
 from sdp_runner import copy_project
 
+from sdp_expect import names
 from sdp_expect.cli.local_server import read_record
 
 SPARK = tuple(int(part) for part in pyspark.__version__.split(".")[:2])
@@ -103,9 +104,12 @@ def session(url: str, token: str) -> SparkSession:
 
 
 def read_tables(spark: SparkSession) -> dict[str, Any]:
-    """Every table of the default database: its schema and rows."""
+    """Every table of the default database: its schema and rows (not the history table
+    and its view, which every run appends to: tests/test_history.py)."""
     found = {}
     for table in spark.catalog.listTables("default"):
+        if table.name in (names.HISTORY_TABLE, names.EVENT_LOG_VIEW):
+            continue
         frame = spark.table(f"default.`{table.name}`")
         found[table.name] = (frame.schema, frame.collect())
     return found

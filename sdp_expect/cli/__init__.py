@@ -20,6 +20,8 @@ Subcommands, one module each:
 - ``sdp-expect report [--spec FILE] [--html OUT.html]``: the summary of the
   last successful update of each dataset, as text, JSON or an HTML page
   (:mod:`sdp_expect.cli.report`).
+- ``sdp-expect history record|show [--spec FILE]``: append the last update's counts to
+  the history table, or print it (:mod:`sdp_expect.cli.history`).
 - ``sdp-expect migrate SRC DST``: a Databricks Lakeflow / DLT project to an
   open-source SDP one (:mod:`sdp_expect.cli.migrate`).
 - ``sdp-expect --version``.
@@ -39,6 +41,7 @@ import warnings
 from typing import Callable, Optional, Sequence
 
 from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, version, write_text
+from sdp_expect.cli.history import add_history
 from sdp_expect.cli.migrate import add_migrate
 from sdp_expect.cli.report import add_report
 from sdp_expect.cli.run import add_dry_run, add_run
@@ -60,6 +63,7 @@ SUBCOMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]]
     add_dry_run,
     add_serve,
     add_report,
+    add_history,
     add_migrate,
 ]
 """The functions that add each subcommand to the parser."""

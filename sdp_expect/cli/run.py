@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence, TextIO
 
 from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, write_text
+from sdp_expect.cli.history import record_run_history
 from sdp_expect.cli.local_server import (
     ServerProblem,
     ServerUse,
@@ -299,6 +300,9 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
                         report = summarize_run(project, outcome, args.sample,
                                                token=server.record.token if server else None)
                         save_history(project.folder, report)
+                        if not record_run_history(project, outcome.invocation, report,
+                                                  token=server.record.token if server else None):
+                            status = status or EXIT_PROBLEMS
                     except ReadError as error:
                         write_text(sys.stderr, f"sdp-expect run: cannot read the metrics "
                                    f"tables: {error}\n")

@@ -1,0 +1,228 @@
+"""``sdp-expect history record`` and ``history show``: the history table
+(docs/history.md), and what ``sdp-expect run`` calls to write it after its summary.
+
+``record`` is for a pipeline run with ``spark-pipelines run`` directly: one command
+after the update appends that update's rows, as ``sdp-expect run`` does. Both read the
+catalog the way ``sdp-expect report`` does: through the project's warm server
+(``sdp-expect serve``) when it is up, else through ``--remote``, else in a Spark
+process of their own on the project's catalog (``metastore_db/``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Optional
+
+from sdp_expect import names
+from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, write_text
+from sdp_expect.cli.local_server import warm_server
+from sdp_expect.cli.spark_pipelines import Invocation, default_confs, is_local
+from sdp_expect.project import Project, UsageProblem, find_spec, load_project
+from sdp_expect.report.history_table import (
+    HistoryError,
+    HistoryWrite,
+    history_format,
+    record_in_own_process,
+    record_through,
+    show_in_own_process,
+    show_through,
+    updated_metrics_tables,
+)
+from sdp_expect.report.model import QualityReport
+
+__all__ = ["HISTORY_DESCRIPTION", "add_history", "command_history", "record_run_history"]
+
+HISTORY_DESCRIPTION = f"""\
+The data-quality history: the table {names.HISTORY_TABLE} in the pipeline's
+catalog and database, one row per dataset, expectation and update with that
+update's own counts (for a streaming table the records the update read, not the
+running total). `sdp-expect run` appends to it after every run; a full refresh
+of the pipeline keeps it (docs/history.md).
+
+  sdp-expect history record   after `spark-pipelines run`: append the update's rows
+  sdp-expect history show     print the recorded rows, newest update first
+
+Exit status: 0 done; 1 the catalog could not be read or written; 2 usage error.
+"""
+
+RECORD_DESCRIPTION = f"""\
+Append the last update's data-quality counts to {names.HISTORY_TABLE} (created
+if absent, in the pipeline's table format): for every dataset with a
+<dataset>_dq_metrics table, or those given with --dataset. Run it once after
+each `spark-pipelines run` (`sdp-expect run` does it for you). A dataset whose
+metrics table is empty (its update failed) is not recorded. It cannot tell
+which datasets the update refreshed: after `spark-pipelines run --refresh A`
+record only A (`--dataset A`), or the other materialized views are recorded
+again with their earlier counts.
+
+Exit status: 0 recorded; 1 the catalog could not be read or written; 2 usage error.
+"""
+
+
+def add_history(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``history`` with its ``record`` and ``show`` subcommands."""
+    parser = subparsers.add_parser(
+        "history", help="the data-quality history table: record an update, show the rows",
+        description=HISTORY_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    actions = parser.add_subparsers(title="actions", metavar="ACTION")
+    record = actions.add_parser(
+        "record", help="append the last update's counts (after spark-pipelines run)",
+        description=RECORD_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common(record)
+    record.add_argument("--dataset", action="append", metavar="NAME",
+                        help="record only this dataset (repeatable); default: every dataset "
+                        "with a metrics table")
+    record.add_argument("--format", choices=("text", "json"), default="text",
+                        help="what to print: text (default) or one JSON document")
+    record.set_defaults(handler=lambda args: command_history(args, "record"))
+    show = actions.add_parser(
+        "show", help="print the recorded rows, newest update first",
+        description=f"Print the rows of {names.HISTORY_TABLE}, newest update first.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common(show)
+    show.add_argument("--format", choices=("text", "json"), default="text",
+                      help="text (default) or a JSON list of rows")
+    show.add_argument("--updates", type=int, metavar="N",
+                      help="only the newest N updates (default: all)")
+    show.set_defaults(handler=lambda args: command_history(args, "show"))
+    parser.set_defaults(handler=lambda args: _no_action(parser))
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--spec", metavar="FILE",
+                        help="the pipeline spec (spark-pipeline.yml), or its folder; default: the "
+                        "first one in the current folder or its parents")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting of the catalog, as given to the run (repeatable)")
+    parser.add_argument("--remote", metavar="URL",
+                        help="go through this Spark Connect server (sc://host:port) instead of "
+                        "the project's local catalog")
+
+
+def _no_action(parser: argparse.ArgumentParser) -> int:
+    parser.print_usage(sys.stderr)
+    write_text(sys.stderr, "sdp-expect history: error: an action is required (record or show)\n")
+    return EXIT_USAGE
+
+
+def command_history(args: argparse.Namespace, action: str) -> int:
+    """``sdp-expect history record|show``: the exit status."""
+    try:
+        project = load_project(find_spec(args.spec))
+        given = {}
+        for pair in args.conf:
+            key, sep, value = pair.partition("=")
+            if not sep or not key.strip():
+                raise UsageProblem(f"--conf {pair!r} is not KEY=VALUE")
+            given[key.strip()] = value
+        if action == "show" and args.updates is not None and args.updates < 1:
+            raise UsageProblem("--updates must be 1 or more")
+    except UsageProblem as problem:
+        write_text(sys.stderr, f"sdp-expect history {action}: error: {problem}\n")
+        return EXIT_USAGE
+    remote = args.remote if not is_local(args.remote) else None
+    warm = warm_server(project.folder.resolve()) if remote is None else None
+    confs = {} if remote else {**default_confs(project.folder), **given}
+    own_catalog = not (remote or warm or {"spark.sql.catalogImplementation",
+                                          "spark.hadoop.javax.jdo.option.ConnectionURL"}
+                       & set(given))
+    if own_catalog and not (project.folder / "metastore_db").is_dir():
+        write_text(sys.stderr, f"sdp-expect history {action}: no catalog in {project.folder} "
+                   "(metastore_db/): run the pipeline first\n")
+        return EXIT_PROBLEMS
+    url, token = (warm.url, warm.token) if warm is not None else (remote, None)
+    where: dict[str, Any] = {"catalog": project.catalog, "database": project.database}
+    try:
+        if action == "record":
+            tables = ([names.metrics_name(d) for d in args.dataset] if args.dataset
+                      else None)
+            options: dict[str, Any] = {
+                "pipeline": project.name, "table_format": _format(project, given),
+                "metrics_tables": tables, **where}
+            written = (record_through(url, token, **options) if url
+                       else record_in_own_process(project.folder, confs, **options))
+            _print_written(written, args.format)
+            missing = [d for d in args.dataset or () if d not in written.datasets]
+            if missing:
+                write_text(sys.stderr, f"sdp-expect history record: not recorded: "
+                           f"{', '.join(missing)} (no metrics table, or an empty one: the "
+                           "update failed)\n")
+        else:
+            rows = (show_through(url, token, limit=args.updates, **where) if url
+                    else show_in_own_process(project.folder, confs, limit=args.updates,
+                                             **where))
+            _print_rows(rows, args.format)
+    except HistoryError as error:
+        write_text(sys.stderr, f"sdp-expect history {action}: {error}\n")
+        return EXIT_PROBLEMS
+    return EXIT_OK
+
+
+def _format(project: Project, confs: dict[str, str]) -> Optional[str]:
+    """The pipeline's table format: the spec's setting, else one given on the command line
+    (``None``: the session's, parquet unless set)."""
+    return history_format(project.configuration) or history_format(confs)
+
+
+def _print_written(written: HistoryWrite, form: str) -> None:
+    if form == "json":
+        write_text(sys.stdout, json.dumps(written.as_dict(), indent=2) + "\n")
+        return
+    if written.datasets:
+        rows = f"{written.rows} row{'s' if written.rows != 1 else ''}"
+        write_text(sys.stdout, f"recorded {rows} of {', '.join(written.datasets)} "
+                   f"in {written.table} (update {written.update_id})\n")
+    else:
+        write_text(sys.stdout, f"nothing to record in {written.table}: no dataset has metrics "
+                   "(a failed update leaves its metrics empty)\n")
+
+
+_SHOWN = ("update_time", "dataset", "expectation", "action", "passed_records",
+          "failed_records", "total_records", "dropped_records")
+_HEADINGS = ("update time", "dataset", "rule", "action", "passed", "failed", "total", "dropped")
+
+
+def _print_rows(rows: list[dict[str, Any]], form: str) -> None:
+    if form == "json":
+        write_text(sys.stdout, json.dumps(rows, indent=2, default=str) + "\n")
+        return
+    if not rows:
+        write_text(sys.stdout, f"{names.HISTORY_TABLE} has no rows yet\n")
+        return
+    table = [list(_HEADINGS)] + [[str(row.get(c, "")) for c in _SHOWN] for row in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(_HEADINGS))]
+    numeric = {4, 5, 6, 7}
+    write_text(sys.stdout, "".join(
+        "  ".join(cell.rjust(w) if i in numeric else cell.ljust(w)
+                  for i, (cell, w) in enumerate(zip(line, widths, strict=True))).rstrip() + "\n"
+        for line in table))
+
+
+def record_run_history(project: Project, invocation: Invocation, report: QualityReport, *,
+                       token: Optional[str]) -> bool:
+    """After ``sdp-expect run``'s summary: append this run's rows to the history, through
+    the server the summary was read through. The datasets recorded are those the report
+    shows as updated by this run. A failure is said on stderr.
+
+    :returns: False when the history could not be written.
+    """
+    tables = updated_metrics_tables(report)
+    if not tables:
+        return True
+    options: dict[str, Any] = {
+        "pipeline": project.name, "catalog": project.catalog, "database": project.database,
+        "table_format": _format(project, dict(invocation.confs)), "metrics_tables": tables}
+    try:
+        if invocation.server_url and token is not None:
+            record_through(invocation.server_url, token, **options)
+        elif not invocation.local and invocation.remote:
+            record_through(invocation.remote, None, **options)
+        else:
+            record_in_own_process(project.folder, invocation.confs, **options)
+    except HistoryError as error:
+        write_text(sys.stderr, f"sdp-expect run: cannot write the history table "
+                   f"{names.HISTORY_TABLE}: {error}\n")
+        return False
+    return True

@@ -1,0 +1,473 @@
+"""The history table: each update's data-quality counts, kept across runs (docs/history.md).
+
+After an update, :func:`record_history` appends to ``sdp_expect_dq_history`` (in the
+pipeline's catalog and database) one row per dataset and expectation with that
+update's own counts: a materialized view's ``<dataset>_dq_metrics`` rows as they are;
+for a streaming table the sums over the rows of its batch log ``<table>_dq_batches``
+later than the newest ``_batch_time`` the history has counted for it. The view
+``sdp_expect_event_log`` shows the same rows with Lakeflow's event-log columns.
+Everything is computed by Spark in one ``INSERT INTO ... SELECT`` per dataset: no record, no batch
+log row and no printed text of Spark comes to Python.
+
+The table is not a pipeline dataset: a full refresh of the pipeline does not touch it.
+
+Used by ``sdp-expect run`` after its summary (through the same server) and by
+``sdp-expect history record`` / ``show``
+(:mod:`sdp_expect.cli.history`). Like :mod:`~sdp_expect.report.reader`, a local
+catalog is opened in a process of its own (``python -m
+sdp_expect.report.history_table``); nothing here imports pyspark at module level.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Collection, Mapping, Optional, Sequence
+
+from sdp_expect import names
+from sdp_expect.report.model import STREAMING_METRICS_COMMENT, UPDATED, QualityReport
+
+__all__ = [
+    "HISTORY_COLUMNS",
+    "HistoryError",
+    "HistoryWrite",
+    "MATERIALIZED_VIEW",
+    "STREAMING_TABLE",
+    "create_table_sql",
+    "event_log_view_sql",
+    "history_format",
+    "materialized_view_insert_sql",
+    "read_history",
+    "record_history",
+    "record_in_own_process",
+    "record_through",
+    "show_in_own_process",
+    "show_through",
+    "streaming_table_insert_sql",
+    "updated_metrics_tables",
+]
+
+HISTORY_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("pipeline", "STRING"),
+    ("update_id", "STRING"),
+    ("update_time", "TIMESTAMP"),
+    ("dataset", "STRING"),
+    ("expectation", "STRING"),
+    ("action", "STRING"),
+    ("constraint", "STRING"),
+    ("passed_records", "BIGINT"),
+    ("failed_records", "BIGINT"),
+    ("total_records", "BIGINT"),
+    ("dropped_records", "BIGINT"),
+    ("dataset_kind", "STRING"),
+    ("last_batch_time", "TIMESTAMP"),
+)
+"""The history table's columns and types, in order (docs/history.md#the-table)."""
+
+MATERIALIZED_VIEW = "materialized view"
+"""``dataset_kind`` of a materialized view."""
+STREAMING_TABLE = "streaming table"
+"""``dataset_kind`` of a streaming table."""
+
+FORMAT_SETTING = "spark.sql.sources.default"
+"""The pipeline setting that names its table format (Spark's default: parquet)."""
+
+_FORMAT = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
+
+
+class HistoryError(RuntimeError):
+    """The history could not be written or read."""
+
+
+@dataclass
+class HistoryWrite:
+    """What :func:`record_history` wrote.
+
+    :param table: The history table, qualified.
+    :param update_id: The id given to this update's rows.
+    :param datasets: The datasets recorded, by the name in their metrics rows (a dataset
+        whose metrics table is empty has no rows, and is not listed).
+    :param rows: The rows written.
+    """
+
+    table: str
+    update_id: str
+    datasets: list[str] = field(default_factory=list)
+    rows: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """As JSON values."""
+        return {"table": self.table, "update_id": self.update_id,
+                "datasets": list(self.datasets), "rows": self.rows}
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _qualified(catalog: str, database: str, table: str) -> str:
+    return ".".join(_quoted(part) for part in (catalog, database, table))
+
+
+def history_format(configuration: Mapping[str, str]) -> Optional[str]:
+    """The table format the pipeline's settings name (``spark.sql.sources.default``), if any."""
+    value = str(configuration.get(FORMAT_SETTING) or "").strip()
+    return value or None
+
+
+def create_table_sql(table: str, table_format: str) -> str:
+    """``CREATE TABLE IF NOT EXISTS`` of the history table ``table`` (qualified, quoted).
+
+    :raises HistoryError: when ``table_format`` is not a format name.
+    """
+    if not _FORMAT.match(table_format):
+        raise HistoryError(f"{table_format!r} is not a table format name")
+    columns = ", ".join(f"{_quoted(name)} {kind}" for name, kind in HISTORY_COLUMNS)
+    return f"CREATE TABLE IF NOT EXISTS {table} ({columns}) USING {table_format}"
+
+
+def _insert_head(table: str) -> str:
+    return f"INSERT INTO {table} ({', '.join(_quoted(n) for n, _ in HISTORY_COLUMNS)})"
+
+
+def materialized_view_insert_sql(table: str, metrics: str) -> str:
+    """This update's rows of a materialized view: its metrics rows as they are.
+
+    Parameters: ``:pipeline``, ``:update_id``, ``:update_time``.
+    """
+    return (f"{_insert_head(table)}\n"
+            "SELECT :pipeline, :update_id, :update_time, m.dataset, m.expectation, m.action,\n"
+            "  m.`constraint`, m.passed_records, m.failed_records, m.total_records,\n"
+            f"  m.dropped_records, '{MATERIALIZED_VIEW}', CAST(NULL AS TIMESTAMP)\n"
+            f"FROM {metrics} m")
+
+
+def streaming_table_insert_sql(table: str, metrics: str, batch_log: str) -> str:
+    """This update's rows of a streaming table: the sums over its batch log's rows later
+    than the newest ``last_batch_time`` the history holds for the dataset (all rows when
+    it holds none). The names, actions and constraints are the metrics view's.
+
+    A rule absent from a row's ``_failed`` (a fail rule, a rule added later) counts 0
+    there, as in the metrics view (docs/semantics.md#the-batch-log). ``last_batch_time``
+    is the newest ``_batch_time`` counted so far: this update's newest micro-batch, or,
+    when the update read nothing, the one recorded before.
+
+    Parameters: ``:pipeline``, ``:update_id``, ``:update_time``.
+    """
+    time_, records, dropped, failed = (names.BATCH_TIME_COLUMN, names.BATCH_RECORDS_COLUMN,
+                                       names.BATCH_DROPPED_COLUMN, names.BATCH_FAILED_COLUMN)
+    return (
+        f"{_insert_head(table)}\n"
+        "WITH since AS (\n"
+        f"  SELECT max(h.last_batch_time) AS t FROM {table} h\n"
+        f"  WHERE h.dataset IN (SELECT m.dataset FROM {metrics} m)\n"
+        "), batches AS (\n"
+        f"  SELECT b.{time_}, b.{records}, b.{dropped}, b.{failed}\n"
+        f"  FROM {batch_log} b CROSS JOIN since\n"
+        f"  WHERE since.t IS NULL OR b.{time_} > since.t\n"
+        "), totals AS (\n"
+        f"  SELECT coalesce(sum(b.{records}), 0) AS total_records,\n"
+        f"         coalesce(sum(b.{dropped}), 0) AS dropped_records,\n"
+        f"         max(b.{time_}) AS newest\n"
+        "  FROM batches b\n"
+        "), failed AS (\n"
+        "  SELECT f.rule, sum(f.n) AS n\n"
+        f"  FROM batches b LATERAL VIEW explode(b.{failed}) f AS rule, n\n"
+        "  GROUP BY f.rule\n"
+        ")\n"
+        "SELECT :pipeline, :update_id, :update_time, m.dataset, m.expectation, m.action,\n"
+        "  m.`constraint`,\n"
+        "  CAST(t.total_records - coalesce(f.n, 0) AS BIGINT),\n"
+        "  CAST(coalesce(f.n, 0) AS BIGINT),\n"
+        "  CAST(t.total_records AS BIGINT), CAST(t.dropped_records AS BIGINT),\n"
+        f"  '{STREAMING_TABLE}', coalesce(t.newest, s.t)\n"
+        f"FROM {metrics} m CROSS JOIN totals t CROSS JOIN since s\n"
+        "LEFT JOIN failed f ON f.rule = m.expectation")
+
+
+def event_log_view_sql(view: str, table: str) -> str:
+    """``CREATE OR REPLACE VIEW`` of the event-log view ``view`` over the history ``table``
+    (both qualified, quoted): one ``flow_progress`` event per recorded update and dataset,
+    with Lakeflow's event-log columns (docs/history.md#the-event-log-view).
+
+    ``details`` is a VARIANT built with ``to_variant_object``: its
+    ``flow_progress.data_quality`` has ``dropped_records`` and ``expectations``, an array
+    of objects with ``name``, ``dataset``, ``passed_records`` and ``failed_records``
+    (sorted by name).
+    """
+    expectations = ("array_sort(collect_list(named_struct('name', h.expectation, "
+                    "'dataset', h.dataset, 'passed_records', h.passed_records, "
+                    "'failed_records', h.failed_records)))")
+    return (
+        f"CREATE OR REPLACE VIEW {view} AS\n"
+        "SELECT concat(h.update_id, '/', h.dataset) AS id,\n"
+        "  h.update_time AS `timestamp`,\n"
+        "  'flow_progress' AS event_type,\n"
+        "  'INFO' AS level,\n"
+        "  named_struct('pipeline_name', h.pipeline, 'update_id', h.update_id,\n"
+        "               'flow_name', h.dataset, 'dataset_name', h.dataset) AS origin,\n"
+        "  to_variant_object(named_struct('flow_progress', named_struct(\n"
+        "    'status', 'COMPLETED',\n"
+        "    'data_quality', named_struct('dropped_records', max(h.dropped_records),\n"
+        f"                                 'expectations', {expectations})))) AS details\n"
+        f"FROM {table} h\n"
+        "GROUP BY h.pipeline, h.update_id, h.update_time, h.dataset")
+
+
+def updated_metrics_tables(report: QualityReport) -> list[str]:
+    """The metrics tables of the datasets a run updated (the report's state,
+    :func:`sdp_expect.report.build.build_report`): the rows a run records."""
+    return [summary.metrics_table for summary in report.datasets
+            if summary.status == UPDATED and summary.has_numbers]
+
+
+def record_history(spark: Any, *, pipeline: str, catalog: Optional[str] = None,
+                   database: Optional[str] = None, table_format: Optional[str] = None,
+                   metrics_tables: Optional[Collection[str]] = None,
+                   update_id: Optional[str] = None,
+                   update_time: Optional[datetime.datetime] = None) -> HistoryWrite:
+    """Append this update's counts to the history table (creating it if absent), and
+    (re)create the event-log view over it.
+
+    :param spark: A Spark session (classic or Spark Connect) on the pipeline's catalog.
+    :param pipeline: The pipeline's name (the spec's ``name``).
+    :param catalog: The pipeline's catalog; ``None`` for the session's current one.
+    :param database: The pipeline's database; ``None`` for the session's current one.
+    :param table_format: The history table's format when it is created; ``None``: the
+        session's ``spark.sql.sources.default`` (parquet unless set).
+    :param metrics_tables: Record only these metrics tables (``sdp-expect run``: the
+        datasets this run updated); ``None``: every ``<dataset>_dq_metrics`` table of the
+        database. A metrics table that is empty (its update failed) adds no rows.
+    :param update_id: The update's id; default a new uuid4.
+    :param update_time: When the counts are recorded; default now.
+    :raises HistoryError: when Spark refuses a statement.
+    """
+    update_id = update_id or str(uuid.uuid4())
+    update_time = update_time or datetime.datetime.now(datetime.timezone.utc)
+    try:
+        catalog = catalog or spark.catalog.currentCatalog()
+        database = database or spark.catalog.currentDatabase()
+        table = _qualified(catalog, database, names.HISTORY_TABLE)
+        fmt = table_format or spark.conf.get(FORMAT_SETTING, "parquet") or "parquet"
+        spark.sql(create_table_sql(table, fmt))
+        spark.sql(event_log_view_sql(_qualified(catalog, database, names.EVENT_LOG_VIEW), table))
+        listed = {t.name: (t.description or "") for t in
+                  spark.catalog.listTables(f"{_quoted(catalog)}.{_quoted(database)}")
+                  if not t.isTemporary}
+        written = HistoryWrite(table=table, update_id=update_id)
+        args = {"pipeline": pipeline, "update_id": update_id, "update_time": update_time}
+        for name in sorted(listed):
+            if not name.endswith(names.METRICS_SUFFIX):
+                continue
+            if metrics_tables is not None and name not in metrics_tables:
+                continue
+            dataset = name[: -len(names.METRICS_SUFFIX)]
+            metrics = _qualified(catalog, database, name)
+            if STREAMING_METRICS_COMMENT in listed[name]:
+                log = _qualified(catalog, database, names.batch_log_name(dataset))
+                statement = streaming_table_insert_sql(table, metrics, log)
+            else:
+                statement = materialized_view_insert_sql(table, metrics)
+            spark.sql(statement, args=args)
+        counted = spark.sql(f"SELECT dataset, count(*) AS n FROM {table} WHERE update_id = :u "
+                            "GROUP BY dataset ORDER BY dataset", args={"u": update_id}).collect()
+        written.datasets = [str(row["dataset"]) for row in counted]
+        written.rows = sum(int(row["n"]) for row in counted)
+        return written
+    except HistoryError:
+        raise
+    except Exception as error:  # Spark's errors: what the command reports
+        first = str(error).strip().splitlines()[:1] or [type(error).__name__]
+        raise HistoryError(first[0]) from error
+
+
+def read_history(spark: Any, *, catalog: Optional[str] = None,
+                 database: Optional[str] = None,
+                 limit: Optional[int] = None) -> list[dict[str, Any]]:
+    """The history's rows, newest update first (an absent table: none), as JSON values.
+
+    :param limit: At most this many updates (``None``: all).
+    """
+    catalog = catalog or spark.catalog.currentCatalog()
+    database = database or spark.catalog.currentDatabase()
+    if not spark.catalog.tableExists(f"{_quoted(catalog)}.{_quoted(database)}."
+                                     f"{_quoted(names.HISTORY_TABLE)}"):
+        return []
+    table = _qualified(catalog, database, names.HISTORY_TABLE)
+    updates = ""
+    if limit is not None:
+        updates = (f"WHERE update_id IN (SELECT update_id FROM {table} GROUP BY update_id "
+                   f"ORDER BY max(update_time) DESC LIMIT {int(limit)})")
+    rows = spark.sql(f"SELECT * FROM {table} {updates} "
+                     "ORDER BY update_time DESC, dataset, expectation").collect()
+    return [{key: (value.isoformat() if isinstance(value, datetime.datetime) else value)
+             for key, value in row.asDict().items()} for row in rows]
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+def _connect(url: str) -> Any:
+    from pyspark.sql.connect.session import SparkSession
+
+    return SparkSession.builder.remote(url).create()
+
+
+def _through(url: str, token: Optional[str]) -> str:
+    return f"{url}/;token={token}" if token else url
+
+
+def record_through(url: str, token: Optional[str], **options: Any) -> HistoryWrite:
+    """:func:`record_history` through a Spark Connect server (the project's, with its
+    ``token``, or a user's ``--remote``), in this process.
+
+    :raises HistoryError: when the server cannot be reached or a statement fails.
+    """
+    try:
+        spark = _connect(_through(url, token))
+    except Exception as error:
+        raise HistoryError(f"cannot reach {url}: {error}") from error
+    try:
+        return record_history(spark, **options)
+    finally:
+        spark.stop()
+
+
+def show_through(url: str, token: Optional[str], **options: Any) -> list[dict[str, Any]]:
+    """:func:`read_history` through a Spark Connect server, in this process."""
+    try:
+        spark = _connect(_through(url, token))
+    except Exception as error:
+        raise HistoryError(f"cannot reach {url}: {error}") from error
+    try:
+        return read_history(spark, **options)
+    except Exception as error:
+        raise HistoryError(str(error).strip().splitlines()[0]) from error
+    finally:
+        spark.stop()
+
+
+def _in_own_process(folder: Path, confs: Mapping[str, str], arguments: Sequence[str],
+                    timeout: float) -> Any:
+    """Run ``python -m sdp_expect.report.history_table`` on the project's local catalog
+    (the embedded Derby metastore admits one process at a time) and return its JSON."""
+    from sdp_expect.report.reader import reader_environment
+
+    with tempfile.TemporaryDirectory(prefix="sdp-expect-history-") as scratch:
+        out = os.path.join(scratch, "out.json")
+        command = [sys.executable, "-m", "sdp_expect.report.history_table", "--out", out,
+                   *arguments]
+        for key, value in confs.items():
+            command += ["--conf", f"{key}={value}"]
+        try:
+            done = subprocess.run(command, cwd=folder, env=reader_environment(),
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  timeout=timeout, check=False)
+        except subprocess.TimeoutExpired as error:
+            raise HistoryError(f"the history took more than {timeout:.0f} s") from error
+        if not os.path.exists(out):
+            tail = "\n".join(done.stdout.decode("utf-8", "replace").strip().splitlines()[-15:])
+            raise HistoryError(f"the history process exited with status {done.returncode}:\n"
+                               f"{tail}")
+        with open(out, encoding="utf-8") as handle:
+            found = json.load(handle)
+        if "error" in found:
+            raise HistoryError(str(found["error"]))
+        return found["result"]
+
+
+def _options_arguments(catalog: Optional[str], database: Optional[str]) -> list[str]:
+    arguments = []
+    if catalog:
+        arguments += ["--catalog", catalog]
+    if database:
+        arguments += ["--database", database]
+    return arguments
+
+
+def record_in_own_process(folder: Path, confs: Mapping[str, str], *, pipeline: str,
+                          catalog: Optional[str], database: Optional[str],
+                          table_format: Optional[str] = None,
+                          metrics_tables: Optional[Collection[str]] = None,
+                          timeout: float = 900.0) -> HistoryWrite:
+    """:func:`record_history` on the project's local catalog, in a Spark process of its own.
+
+    :raises HistoryError: when it fails.
+    """
+    arguments = ["record", "--pipeline", pipeline, *_options_arguments(catalog, database)]
+    if table_format:
+        arguments += ["--table-format", table_format]
+    for name in metrics_tables or ():
+        arguments += ["--metrics-table", name]
+    if metrics_tables is not None and not metrics_tables:
+        arguments += ["--none"]
+    found = _in_own_process(folder, confs, arguments, timeout)
+    return HistoryWrite(table=str(found["table"]), update_id=str(found["update_id"]),
+                        datasets=[str(d) for d in found["datasets"]], rows=int(found["rows"]))
+
+
+def show_in_own_process(folder: Path, confs: Mapping[str, str], *, catalog: Optional[str],
+                        database: Optional[str], limit: Optional[int] = None,
+                        timeout: float = 900.0) -> list[dict[str, Any]]:
+    """:func:`read_history` on the project's local catalog, in a Spark process of its own."""
+    arguments = ["show", *_options_arguments(catalog, database)]
+    if limit is not None:
+        arguments += ["--limit", str(limit)]
+    return list(_in_own_process(folder, confs, arguments, timeout))
+
+
+def _main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point of ``python -m sdp_expect.report.history_table`` (internal)."""
+    parser = argparse.ArgumentParser(prog="python -m sdp_expect.report.history_table")
+    parser.add_argument("what", choices=("record", "show"))
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--pipeline", default="")
+    parser.add_argument("--catalog")
+    parser.add_argument("--database")
+    parser.add_argument("--table-format")
+    parser.add_argument("--metrics-table", action="append")
+    parser.add_argument("--none", action="store_true")
+    parser.add_argument("--limit", type=int)
+    parser.add_argument("--conf", action="append", default=[])
+    options = parser.parse_args(argv)
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.appName("sdp-expect history").master("local[1]")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1"))
+    for pair in options.conf:
+        key, _, value = pair.partition("=")
+        builder = builder.config(key, value)
+    result: dict[str, Any]
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        if options.what == "record":
+            tables = [] if options.none else options.metrics_table
+            result = {"result": record_history(
+                spark, pipeline=options.pipeline, catalog=options.catalog,
+                database=options.database, table_format=options.table_format,
+                metrics_tables=tables).as_dict()}
+        else:
+            result = {"result": read_history(spark, catalog=options.catalog,
+                                             database=options.database, limit=options.limit)}
+    except Exception as error:
+        result = {"error": str(error).strip().splitlines()[0] if str(error).strip()
+                  else type(error).__name__}
+    finally:
+        spark.stop()
+    with open(options.out, "w", encoding="utf-8") as handle:
+        json.dump(result, handle, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())
