@@ -92,7 +92,8 @@ Spark: the run starts a local Spark Connect server of its own on a free port
 server when `sdp-expect serve` keeps one (a re-run then skips Spark's start).
 
 Exit status: 0 the run completed and no expectation failed; 1 the pipeline or
-an expectation failed (or the summary could not be read); 2 usage error.
+an expectation failed (or the summary could not be read, or the history table
+not written); 2 usage error.
 """
 
 DRY_RUN_DESCRIPTION = """\
