@@ -15,9 +15,8 @@ import datetime
 import sys
 from pathlib import Path
 
+from sdp_expect.cli.catalog_access import catalog_access, parse_confs
 from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, version, write_text
-from sdp_expect.cli.local_server import warm_server
-from sdp_expect.cli.spark_pipelines import default_confs, is_local
 from sdp_expect.project import UsageProblem, find_spec, load_project
 from sdp_expect.report.as_json import to_json
 from sdp_expect.report.build import build_report
@@ -82,24 +81,15 @@ def command_report(args: argparse.Namespace) -> int:
     """``sdp-expect report``: read, print, write the page; the exit status."""
     try:
         project = load_project(find_spec(args.spec))
-        given = {}
-        for pair in args.conf:
-            key, sep, value = pair.partition("=")
-            if not sep or not key.strip():
-                raise UsageProblem(f"--conf {pair!r} is not KEY=VALUE")
-            given[key.strip()] = value
+        given = parse_confs(args.conf)
         if args.sample < 0:
             raise UsageProblem("--sample must be 0 or more")
     except UsageProblem as problem:
         write_text(sys.stderr, f"sdp-expect report: error: {problem}\n")
         return EXIT_USAGE
-    remote = args.remote if not is_local(args.remote) else None
-    warm = warm_server(project.folder.resolve()) if remote is None else None
-    confs = {} if remote else {**default_confs(project.folder), **given}
-    own_catalog = not (remote or warm or {"spark.sql.catalogImplementation",
-                                          "spark.hadoop.javax.jdo.option.ConnectionURL"}
-                       & set(given))
-    if own_catalog and not (project.folder / "metastore_db").is_dir():
+    access = catalog_access(project, args.remote, given)
+    remote, warm, confs = access.remote, access.warm, access.confs
+    if access.missing(project.folder):
         write_text(sys.stderr, f"sdp-expect report: no catalog in {project.folder} "
                    "(metastore_db/): run the pipeline first with `sdp-expect run`\n")
         return EXIT_PROBLEMS
