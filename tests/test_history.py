@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import pytest
 from chispa import assert_df_equality
@@ -58,7 +58,7 @@ ST_RULES: dict[str, tuple[str, str, Predicate]] = {
 
 
 def oracle(dataset: str, kind: str, rules: dict[str, tuple[str, str, Predicate]],
-           rows: list[Row]) -> set[tuple[Any, ...]]:
+           rows: Sequence[Row]) -> set[tuple[Any, ...]]:
     """The history rows of one dataset in one update, from the records it read."""
     dropped = sum(1 for row in rows
                   if any(rule[2](row) is not True for rule in rules.values()
@@ -200,33 +200,33 @@ def test_history_rows_are_each_updates_own_counts(make_pipeline: MakePipeline) -
     expected: dict[str, set[tuple[Any, ...]]] = {}
     writes: list[HistoryWrite] = []
 
-    def update(source: list[Row], files: list[list[Row]], *,
-               st_rows: list[Row], full_refresh: bool = False, mv_ok: bool = True) -> None:
-        pipeline.create_table("src", source, SCHEMA)
+    def update(source: Sequence[Row], files: Sequence[Sequence[Row]], *,
+               st_rows: Sequence[Row], full_refresh: bool = False, mv_ok: bool = True) -> None:
+        pipeline.create_table("src", list(source), SCHEMA)
         for number, rows in enumerate(files, start=len(list(inbox.glob("*.json"))) + 1):
-            write_json(inbox, f"{number}.json", rows)
+            write_json(inbox, f"{number}.json", list(rows))
         result = pipeline.run(full_refresh_all=full_refresh)
         assert result.ok == mv_ok, result.output
         written = _record(pipeline)
         writes.append(written)
-        rows = oracle("events", STREAMING_TABLE, ST_RULES, st_rows)
+        wanted_rows = oracle("events", STREAMING_TABLE, ST_RULES, st_rows)
         if mv_ok:
-            rows |= oracle("orders", MATERIALIZED_VIEW, MV_RULES, source)
-        expected[written.update_id] = rows
+            wanted_rows |= oracle("orders", MATERIALIZED_VIEW, MV_RULES, source)
+        expected[written.update_id] = wanted_rows
         assert written.datasets == (["events", "orders"] if mv_ok else ["events"])
-        assert written.rows == len(rows)
+        assert written.rows == len(wanted_rows)
         for update_id, wanted in expected.items():  # earlier updates' rows unchanged
             assert history(pipeline, update_id) == wanted, update_id
 
-    first_files = [[(1, 5), (None, 20), (3, -1)]]
+    first_files: list[list[Row]] = [[(1, 5), (None, 20), (3, -1)]]
     update([(1, 5), (2, 50), (None, 7)], first_files, st_rows=first_files[0])
-    second_files = [[(4, 40), (None, None)], [(6, 1)]]
+    second_files: list[list[Row]] = [[(4, 40), (None, None)], [(6, 1)]]
     update([(1, 1), (2, 2), (3, 30), (None, 12)], second_files,
            st_rows=second_files[0] + second_files[1])
     # Nothing new for the streaming table, and the materialized view's fail rule fails.
     update([(1, 1), (2, 5000)], [], st_rows=[], mv_ok=False)
     # A full refresh: the streaming table reads every file again; the history stays.
-    third_files = [[(7, 8), (8, -3)]]
+    third_files: list[list[Row]] = [[(7, 8), (8, -3)]]
     update([(9, 9)], third_files, full_refresh=True,
            st_rows=first_files[0] + second_files[0] + second_files[1] + third_files[0])
     update([(9, 9), (None, 1)], [], st_rows=[])

@@ -392,6 +392,6 @@ def test_a_warn_tolerance_on_a_streaming_table_is_judged_on_its_cumulative_count
     second = pipeline.run()
     assert second.ok, second.output
     assert second.table("orders").count() == 15  # warn rules keep every record
-    found = {name: (r["failed_records"], r["total_records"], r["tolerance_exceeded"])
-             for name, r in metrics(second, "orders").items()}
-    assert found == {"amount_present": (3, 15, True), "id_known": (2, 15, True)}
+    cumulative = {name: (r["failed_records"], r["total_records"], r["tolerance_exceeded"])
+                  for name, r in metrics(second, "orders").items()}
+    assert cumulative == {"amount_present": (3, 15, True), "id_known": (2, 15, True)}
