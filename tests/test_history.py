@@ -267,6 +267,31 @@ def test_rows_equal_the_metrics_of_a_materialized_view(make_pipeline: MakePipeli
                        .select(*columns), ignore_row_order=True, ignore_nullable=True)
 
 
+def test_a_streaming_tables_rows_add_up_to_its_metrics(make_pipeline: MakePipeline) -> None:
+    """The history and the metrics view read the same batch log in two ways (the history
+    per update, the metrics since the last full refresh): over several updates, the
+    history's rows of a streaming table add up to its metrics view's, rule by rule."""
+    pipeline = make_pipeline()
+    inbox = pipeline.path("inbox")
+    pipeline.definitions = _define(inbox)
+    pipeline.create_table("src", [(1, 5)], SCHEMA)
+    batches: list[list[Row]] = [[(1, 5), (None, 20), (3, -1)], [(4, 40), (None, None)],
+                                [(6, 1), (7, -7), (None, 3)]]
+    for number, rows in enumerate(batches, start=1):
+        write_json(inbox, f"{number}.json", rows)
+        assert pipeline.run().ok
+        _record(pipeline)
+    columns = ["passed_records", "failed_records", "total_records", "dropped_records"]
+    summed = pipeline.spark.sql(
+        "SELECT expectation, " + ", ".join(f"CAST(sum({c}) AS BIGINT) AS {c}" for c in columns)
+        + f" FROM `{pipeline.database}`.`{names.HISTORY_TABLE}` WHERE dataset = 'events'"
+        " GROUP BY expectation")
+    metrics = pipeline.spark.read.table(f"`{pipeline.database}`.events_dq_metrics")
+    assert_df_equality(summed, metrics.select("expectation", *columns),
+                       ignore_row_order=True, ignore_nullable=True)
+    assert metrics.where("expectation = 'valid_id'").first()["total_records"] == 8
+
+
 def test_a_run_records_the_datasets_its_summary_shows_as_updated() -> None:
     """What `sdp-expect run` records is the report's own state (report/build.py): not a
     dataset that failed, was skipped or was not refreshed, nor one without numbers."""
