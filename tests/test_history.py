@@ -289,7 +289,8 @@ def test_a_streaming_tables_rows_add_up_to_its_metrics(make_pipeline: MakePipeli
     metrics = pipeline.spark.read.table(f"`{pipeline.database}`.events_dq_metrics")
     assert_df_equality(summed, metrics.select("expectation", *columns),
                        ignore_row_order=True, ignore_nullable=True)
-    assert metrics.where("expectation = 'valid_id'").first()["total_records"] == 8
+    valid_id = metrics.where("expectation = 'valid_id'").first()
+    assert valid_id is not None and valid_id["total_records"] == 8
 
 
 def test_a_run_records_the_datasets_its_summary_shows_as_updated() -> None:
