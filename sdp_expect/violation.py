@@ -61,7 +61,7 @@ import json
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence, TypeVar
 
 from sdp_expect.sqltokens import sql_string  # the one SQL literal escape
 
@@ -283,6 +283,28 @@ def _unquote(text: str, start: int) -> Optional[tuple[str, int]]:
     return name, found.end()
 
 
+_Item = TypeVar("_Item")
+
+
+def _separated(text: str, start: int,
+               item_at: Callable[[str, int], Optional[tuple[_Item, int]]],
+               separator: str) -> Optional[tuple[list[_Item], int]]:
+    """One or more items read by ``item_at`` from ``start``, separated by ``separator``,
+    and where the last ends; None when an item does not read (the list of both messages:
+    the violated rules' names, the parts over their tolerance)."""
+    items: list[_Item] = []
+    at = start
+    while True:
+        item = item_at(text, at)
+        if item is None:
+            return None
+        items.append(item[0])
+        at = item[1]
+        if not text.startswith(separator, at):
+            return items, at
+        at += len(separator)
+
+
 def _parse_at(text: str, start: int) -> Optional[tuple[Violation, int]]:
     """The message starting at ``start`` and where it ends, if one starts there."""
     if not text.startswith(_FLOW, start):
@@ -290,17 +312,10 @@ def _parse_at(text: str, start: int) -> Optional[tuple[Violation, int]]:
     flow = _unquote(text, start + len(_FLOW))
     if flow is None or not text.startswith(_NAMES, flow[1]):
         return None
-    names: list[str] = []
-    at = flow[1] + len(_NAMES)
-    while True:
-        name = _unquote(text, at)
-        if name is None:
-            return None
-        names.append(name[0])
-        at = name[1]
-        if not text.startswith(_SEPARATOR, at):
-            break
-        at += len(_SEPARATOR)
+    listed = _separated(text, flow[1] + len(_NAMES), _unquote, _SEPARATOR)
+    if listed is None:
+        return None
+    names, at = listed
     if not text.startswith(_RECORD, at):
         return None
     at += len(_RECORD)
@@ -386,17 +401,11 @@ def _tolerance_at(text: str, start: int) -> Optional[tuple[ToleranceFailure, int
     flow = _unquote(text, start + len(_TOLERANCE_FLOW))
     if flow is None or not text.startswith(_TOLERANCE_HEAD, flow[1]):
         return None
-    parts: list[TolerancePart] = []
-    at = flow[1] + len(_TOLERANCE_HEAD)
-    while True:
-        part = _tolerance_part_at(text, at)
-        if part is None:
-            return None
-        parts.append(part[0])
-        at = part[1]
-        if not text.startswith(_PART_SEPARATOR, at):
-            break
-        at += len(_PART_SEPARATOR)
+    listed = _separated(text, flow[1] + len(_TOLERANCE_HEAD), _tolerance_part_at,
+                        _PART_SEPARATOR)
+    if listed is None:
+        return None
+    parts, at = listed
     if not text.startswith(".", at):
         return None
     after = at + 1
