@@ -10,7 +10,9 @@ cd "$(dirname "$0")/.."
 # Each entry is a pip specifier, optionally followed by "@" and a pytest marker
 # expression. To keep CI within its time: the standalone cluster and the
 # SIGKILL fault loop (markers "cluster", "faults", ~3 min) run on the newest
-# line only; the middle line skips the true command-line runs (marker "cli").
+# line only; the middle line skips the true command-line runs (marker "cli"), and
+# the slowest true CLI runs that do not depend on the line run on one line only
+# (tests/cli_helpers.py NEWEST_LINE; the corpus CLI runs on 4.1, test_corpus.py).
 # The pre-commit hook that installs its own environment (marker "hook_env",
 # 16-80 s) installs the newest pyspark whatever the line: it runs on the newest.
 specs=${SDPX_PYSPARK_SPECS:-"~=4.1.0@not cluster and not faults and not hook_env;~=4.2.0@not cli and not hook_env;>=4.3,<5"}

@@ -14,7 +14,19 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+import pytest
+
+from sdp_expect.spark_version import spark_has
+
 REPO = Path(__file__).resolve().parent.parent
+
+NEWEST_LINE = pytest.mark.skipif(
+    not spark_has((4, 2)),
+    reason="a true CLI run whose behaviour does not depend on the pyspark line: it runs on "
+           "the newest line only, to keep CI within its time (scripts/test.sh; the graphs "
+           "it relies on run on every line)")
+"""Mark a slow true CLI test to run on the newest pyspark line only (the middle line
+deselects ``cli`` tests; this skips it on 4.1)."""
 
 
 def user_env(**extra: str) -> dict[str, str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import read_all_tables, sdp_expect, write_project
+from cli_helpers import NEWEST_LINE, read_all_tables, sdp_expect, write_project
 
 from sdp_expect import names
 
@@ -49,6 +49,7 @@ def _by_update(rows: list[dict[str, Any]]) -> list[set[tuple[Any, ...]]]:
     return [found for _, found in sorted(updates.values(), key=lambda item: item[0])]
 
 
+@NEWEST_LINE
 def test_two_runs_and_a_record_append_each_updates_counts(tmp_path: Path) -> None:
     orders, events = tmp_path / "data" / "orders", tmp_path / "data" / "events"
     project = write_project(tmp_path / "project",

@@ -21,7 +21,7 @@ from typing import Any
 import pyspark
 import pytest
 from chispa import assert_df_equality
-from cli_helpers import REPO, sdp_expect, sdp_expect_script, set_storage, user_env
+from cli_helpers import NEWEST_LINE, REPO, sdp_expect, sdp_expect_script, set_storage, user_env
 from pyspark.sql import SparkSession
 from sdp_runner import copy_project
 
@@ -66,6 +66,7 @@ def alive(pid: int) -> bool:
     return True
 
 
+@NEWEST_LINE
 def test_two_projects_run_at_the_same_time(tmp_path: Path) -> None:
     projects = [example_copy(tmp_path / name) for name in ("first", "second")]
     runs = [subprocess.Popen([sdp_expect_script(), "run", "--format", "json"], cwd=project,
@@ -115,6 +116,7 @@ def read_tables(spark: SparkSession) -> dict[str, Any]:
     return found
 
 
+@NEWEST_LINE
 def test_a_warm_run_writes_what_a_cold_run_writes(tmp_path: Path) -> None:
     project = example_copy(tmp_path)
     began = time.monotonic()

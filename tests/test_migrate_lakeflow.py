@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from cli_helpers import REPO, read_all_tables, sdp_expect
+from cli_helpers import NEWEST_LINE, REPO, read_all_tables, sdp_expect
 
 from sdp_expect.databricks_functions import DATABRICKS_ONLY_SQL_FUNCTIONS
 from sdp_expect.migrate import CHANGED, NOT_CONVERTED, MigrationResult, migrate
@@ -177,6 +177,7 @@ def test_migrated_project_runs(name: str, tmp_path: Path,
 
 @pytest.mark.cli
 @pytest.mark.timeout(1200)
+@NEWEST_LINE
 def test_migrate_checks_its_result_and_the_project_runs(tmp_path: Path) -> None:
     src = Path(shutil.copytree(LAKEFLOW / "loans_dlt", tmp_path / "src"))
     data = _data("loans_dlt", tmp_path / "data")
