@@ -125,8 +125,8 @@ def batch_log_comment(dataset: str) -> str:
 
     :param dataset: The streaming table's name.
     """
-    return (f"Per micro-batch of {dataset}: records, dropped records and violations per rule "
-            "(sdp-expect metrics log)")
+    return (f"Batch log of {dataset}: records, dropped records and violations per rule, "
+            "with the time of their micro-batch (sdp-expect metrics log)")
 
 
 def metrics_comment(dataset: str, *, streaming: bool) -> str:

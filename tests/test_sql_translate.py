@@ -65,8 +65,9 @@ def test_docs_several_constraints_on_a_streaming_table() -> None:
     assert heads == [
         "SET spark.sql.pipelines.maxFlowRetryAttempts = 0",
         "CREATE STREAMING TABLE orders_silver",
-        "CREATE STREAMING TABLE orders_silver_dq_batches COMMENT 'Per micro-batch of "
-        "orders_silver: records, dropped records and violations per rule (sdp-expect metrics log)'",
+        "CREATE STREAMING TABLE orders_silver_dq_batches COMMENT 'Batch log of "
+        "orders_silver: records, dropped records and violations per rule, with the time of "
+        "their micro-batch (sdp-expect metrics log)'",
         "SET spark.sql.shuffle.partitions = 1",
         "CREATE TEMPORARY VIEW _sdpx_batch_input_orders_silver",
         "CREATE FLOW orders_silver_to_dq_batches",
@@ -86,17 +87,18 @@ def test_docs_examples_with_quarantine_get_the_python_api_s_companions() -> None
         "CREATE STREAMING TABLE orders_clean",
         "CREATE STREAMING TABLE orders_clean_quarantine COMMENT 'Records that sdp-expect "
         "dropped from orders_clean'",
-        "CREATE STREAMING TABLE orders_clean_dq_batches COMMENT 'Per micro-batch of orders_clean: "
-        "records, dropped records and violations per rule (sdp-expect metrics log)'",
+        "CREATE STREAMING TABLE orders_clean_dq_batches COMMENT 'Batch log of orders_clean: "
+        "records, dropped records and violations per rule, with the time of their micro-batch "
+        "(sdp-expect metrics log)'",
         "CREATE FLOW orders_clean_to_quarantine",
         "CREATE TEMPORARY VIEW _sdpx_batch_input_orders_clean",
         "CREATE FLOW orders_clean_to_dq_batches",
         "CREATE MATERIALIZED VIEW orders_clean_dq_metrics COMMENT 'Data-quality metrics of "
         "orders_clean, cumulative since its last full refresh'",
         "CREATE STREAMING TABLE orders_critical",
-        "CREATE STREAMING TABLE orders_critical_dq_batches COMMENT 'Per micro-batch of "
-        "orders_critical: records, dropped records and violations per rule "
-        "(sdp-expect metrics log)'",
+        "CREATE STREAMING TABLE orders_critical_dq_batches COMMENT 'Batch log of "
+        "orders_critical: records, dropped records and violations per rule, with the time of "
+        "their micro-batch (sdp-expect metrics log)'",
         "CREATE TEMPORARY VIEW _sdpx_batch_input_orders_critical",
         "CREATE FLOW orders_critical_to_dq_batches",
         "CREATE MATERIALIZED VIEW orders_critical_dq_metrics COMMENT 'Data-quality metrics of "
@@ -348,8 +350,9 @@ def test_streaming_table_without_query_records_its_rules_for_flows_in_any_file(
         "CREATE STREAMING TABLE events",
         "CREATE STREAMING TABLE events_quarantine COMMENT 'Records that sdp-expect dropped from "
         "events'",
-        "CREATE STREAMING TABLE events_dq_batches COMMENT 'Per micro-batch of events: "
-        "records, dropped records and violations per rule (sdp-expect metrics log)'",
+        "CREATE STREAMING TABLE events_dq_batches COMMENT 'Batch log of events: "
+        "records, dropped records and violations per rule, with the time of their micro-batch "
+        "(sdp-expect metrics log)'",
         "CREATE MATERIALIZED VIEW events_dq_metrics COMMENT 'Data-quality metrics of events, "
         "cumulative since its last full refresh'",
     ]
