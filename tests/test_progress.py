@@ -425,3 +425,13 @@ def test_ctrl_c_stops_the_run_and_the_line_stays_as_it_was(
     assert shown[-1] == shown[running + 1]  # left as the last line
     assert done.stdout.endswith("\r\n")  # finished: the timer drew nothing after it
     assert done.stderr.rstrip().endswith("sdp-expect: interrupted")
+
+
+def test_highlight_colours_a_flow_skipped_for_an_upstream_failure() -> None:
+    """SDP 4.x says ``Flow '<name>' SKIPPED due to upstream failure(s).``, without "is"."""
+    line = ("2026-11-30 11:05:19: Flow 'spark_catalog.default.orders_stream_dq_metrics' "
+            "SKIPPED due to upstream failure(s).\n")
+    assert highlight(line, False) == line
+    coloured = highlight(line, True)
+    assert coloured != line and coloured.endswith("\n")
+    assert coloured.startswith("\x1b[") and line.strip() in coloured

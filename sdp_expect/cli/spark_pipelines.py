@@ -393,7 +393,7 @@ def highlight(line: str, color: bool) -> str:
         return paint(body, "red", True) + newline
     if "Run is COMPLETED" in body:
         return paint(body, "bold green", True) + newline
-    if "is SKIPPED" in body or "has SKIPPED" in body:
+    if "is SKIPPED" in body or "has SKIPPED" in body or "SKIPPED due to" in body:
         return paint(body, "yellow", True) + newline
     return line
 
