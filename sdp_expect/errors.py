@@ -175,9 +175,8 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
         ),
         ErrorSpec(
             "SDPX-VAL-018",
-            "a row-count rule has no bound, a bound that is not a whole number from 0, or "
-            "min above max",
-            "give min, max or both as whole numbers from 0 with min <= max: "
+            "a row-count rule has no bound, or a bound that is not a whole number from 0",
+            "give min, max or both as whole numbers from 0: "
             "row_count(min=1), row_count(min=1, max=10_000_000); in a rule file "
             "row_count: {min: 1, max: 10000000} (docs/row-count-rules.md)",
         ),
@@ -187,6 +186,12 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "write a boolean expression over aggregates of the records, e.g. "
             "aggregate('sum(amount) > 0') or aggregate(\"count_if(status = 'paid') >= 1\"); "
             "a check of each record on its own is a constraint (docs/aggregate-rules.md)",
+        ),
+        ErrorSpec(
+            "SDPX-VAL-020",
+            "a row-count rule's min is above its max: no count is within them",
+            "give a min at most the max (both are included: row_count(min=5, max=5) is "
+            "exactly 5 records), or leave one of them out",
         ),
         ErrorSpec(
             "SDPX-VAL-071",

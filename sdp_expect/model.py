@@ -373,8 +373,8 @@ class RowCount:
 
     def validate(self, *, dataset: Optional[str] = None, expectation: Optional[str] = None,
                  location: Optional[Location] = None) -> None:
-        """SDPX-VAL-018 for no bound, a bound that is not a whole number from 0 to
-        2^63 - 1, or ``min`` above ``max``."""
+        """SDPX-VAL-018 for no bound or a bound that is not a whole number from 0 to
+        2^63 - 1, SDPX-VAL-020 for ``min`` above ``max``."""
         def refuse(detail: str) -> SdpExpectError:
             return SdpExpectError("SDPX-VAL-018", f"row_count(): {detail}", dataset=dataset,
                                   expectation=expectation, location=location)
@@ -390,7 +390,10 @@ class RowCount:
             if bound < 0 or bound > MAX_COUNT:
                 raise refuse(f"{label}={bound} is not from 0 to {MAX_COUNT}")
         if self.min is not None and self.max is not None and self.min > self.max:
-            raise refuse(f"min={self.min} is above max={self.max}: no count is within them")
+            raise SdpExpectError(
+                "SDPX-VAL-020", f"row_count(): min={self.min} is above max={self.max}: no "
+                "count is within them", dataset=dataset, expectation=expectation,
+                location=location)
 
     def __str__(self) -> str:
         return self.text
@@ -516,7 +519,7 @@ def make_expectation(
         expression without subqueries, aggregate, window, generator or
         non-deterministic functions, or a key rule (:class:`UniqueKey`,
         :class:`Reference`: SDPX-VAL-014, -015, -016), or a rule on the dataset as a whole
-        (:class:`RowCount`: SDPX-VAL-018; :class:`Aggregate`: SDPX-VAL-001, -010, -011,
+        (:class:`RowCount`: SDPX-VAL-018, -020; :class:`Aggregate`: SDPX-VAL-001, -010, -011,
         -019; either: SDPX-DEF-115 for drop, SDPX-DEF-116 for ``max_failed``).
     :param action: ``warn``, ``drop``, ``fail`` or an :class:`Action`.
     :param dataset: The dataset it belongs to, for error messages.

@@ -184,7 +184,8 @@ def row_count(min: Optional[int] = None, max: Optional[int] = None) -> RowCount:
     :param min: The fewest records allowed (a whole number from 0), or None.
     :param max: The most records allowed (a whole number from ``min``), or None.
     :raises SdpExpectError: when the dataset is defined: SDPX-VAL-018 for no bound or a
-        bad one, SDPX-DEF-115 with ``expect_or_drop``, SDPX-DEF-116 with ``max_failed``,
+        bad one, SDPX-VAL-020 for min above max, SDPX-DEF-115 with ``expect_or_drop``,
+        SDPX-DEF-116 with ``max_failed``,
         SDPX-DEF-117 where it cannot be judged (a fail rule on a streaming table, any on
         a temporary view).
     """

@@ -303,7 +303,7 @@ def test_a_warn_row_count_on_a_streaming_table_is_planned() -> None:
     (Aggregate("sum(amount) > 0"), Action.WARN, "1%", "SDPX-DEF-116"),
     (RowCount(), Action.WARN, None, "SDPX-VAL-018"),
     (RowCount(-1), Action.WARN, None, "SDPX-VAL-018"),
-    (RowCount(3, 2), Action.WARN, None, "SDPX-VAL-018"),
+    (RowCount(3, 2), Action.WARN, None, "SDPX-VAL-020"),
     (RowCount(1.5), Action.WARN, None, "SDPX-VAL-018"),  # type: ignore[arg-type]
     (RowCount(True), Action.WARN, None, "SDPX-VAL-018"),
     (RowCount(max=2**63), Action.WARN, None, "SDPX-VAL-018"),
