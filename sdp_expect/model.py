@@ -34,6 +34,7 @@ __all__ = [
     "Tolerance",
     "UniqueKey",
     "WholeCheck",
+    "check_whole_rule",
     "either",
     "make_expectation",
     "parse_action",
@@ -548,7 +549,7 @@ def make_expectation(
     if isinstance(constraint, (RowCount, Aggregate)):
         constraint.validate(dataset=dataset, expectation=label, location=place)
         act = parse_action(action, dataset=dataset, expectation=label, location=place)
-        _check_whole(constraint, act, max_failed, dataset, label, place)
+        check_whole_rule(constraint, act, max_failed, dataset, label, place)
         return Expectation(name=name, constraint=constraint.text, action=act, place=place,
                            whole=constraint)
     if not isinstance(constraint, str):
@@ -580,9 +581,9 @@ def make_expectation(
                        max_failed=tolerance)
 
 
-def _check_whole(rule: WholeCheck, action: Action, max_failed: object,
-                 dataset: Optional[str], expectation: Optional[str],
-                 place: Optional[Location]) -> None:
+def check_whole_rule(rule: WholeCheck, action: Action, max_failed: object,
+                     dataset: Optional[str], expectation: Optional[str],
+                     place: Optional[Location]) -> None:
     """SDPX-DEF-115 for a drop rule on the dataset as a whole (no record is at fault, so
     none can be dropped); SDPX-DEF-116 for its tolerance (it has one verdict, not a count
     of records that violate it)."""

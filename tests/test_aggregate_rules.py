@@ -5,6 +5,8 @@ refusals, planned without Spark."""
 from __future__ import annotations
 
 import json
+import textwrap
+from pathlib import Path
 from typing import Any, Optional
 
 import pytest
@@ -29,6 +31,12 @@ from sdp_expect.model import (
 )
 from sdp_expect.options import PipelineOptions
 from sdp_expect.plan import PlanState, Step, plan_dataset
+from sdp_expect.report.as_json import report_dict
+from sdp_expect.report.build import build_report
+from sdp_expect.report.html import render_html
+from sdp_expect.report.model import TableReading
+from sdp_expect.report.reader import _collect
+from sdp_expect.report.text import to_text
 from sdp_expect.violation import format_dataset_rule_message
 
 SCHEMA = "id INT, amount INT, status STRING"
@@ -230,6 +238,96 @@ def test_defining_dataset_rules_runs_no_query(make_pipeline: MakePipeline) -> No
     result = pipeline.run()
     assert result.ok, result.output
     assert result.table("orders").count() == 4
+
+
+# --------------------------------------------------------------------------- the report
+
+
+def test_the_summary_and_the_report_show_a_dataset_rule_s_verdict(
+        make_pipeline: MakePipeline) -> None:
+    def define(spark: SparkSession) -> None:
+        @dp.materialized_view
+        @dp.expect("not_empty", dp.row_count(min=1))
+        @dp.expect("revenue_positive", dp.aggregate("sum(amount) > 0"))
+        @dp.expect("positive", "amount > 0")
+        def orders() -> DataFrame:
+            return spark.read.table("src")
+
+    pipeline = make_pipeline(define)
+    pipeline.create_table("src", [], SCHEMA)
+    result = pipeline.run()
+    assert result.ok, result.output
+    reading = TableReading.from_json(_collect(pipeline.spark, catalog=None,
+                                              database=pipeline.database, sample=5))
+    report = build_report(reading, flows={
+        f"spark_catalog.{pipeline.database}.orders_dq_metrics": "COMPLETED"},
+        violations=[], run_status="COMPLETED")
+    lines = to_text(report).splitlines()
+    assert "    not_empty: ROW COUNT >= 1: observed 0, NOT MET" in lines, lines
+    assert "    revenue_positive: sum(amount) > 0: observed NULL, NOT MET" in lines, lines
+    rules = {r["expectation"]: r for r in report_dict(report)["datasets"][0]["rules"]}
+    assert (rules["not_empty"]["observed"], rules["not_empty"]["violated"]) == ("0", True)
+    assert "observed" not in rules["positive"]  # a record rule's entry is as before
+    page = render_html(report)
+    assert 'data-observed="0" data-violated="true">observed 0: not met' in page
+
+
+# --------------------------------------------------------------------------- SQL files
+
+SQL_RULES = """\
+- name: not_empty
+  row_count: {min: 1}
+  failureAction: fail
+- name: revenue_positive
+  aggregate: "sum(amount) > 0"
+- name: amount_present
+  constraint: amount IS NOT NULL
+  failureAction: drop
+"""
+
+
+def sql_project(tmp_path: Path, properties: str = "") -> Path:
+    root = tmp_path / "project"
+    (root / "databricks_sql").mkdir(parents=True)
+    (root / "databricks_sql" / "rules.yml").write_text(SQL_RULES, encoding="utf-8")
+    (root / "databricks_sql" / "pipeline.sql").write_text(textwrap.dedent(f"""\
+        CREATE OR REFRESH MATERIALIZED VIEW orders
+        TBLPROPERTIES ('sdp_expect.rules' = 'rules.yml'{properties})
+        AS SELECT * FROM src;
+        """))
+    transformations = root / "transformations"
+    transformations.mkdir()
+    (transformations / "include_sql.py").write_text(
+        "from sdp_expect import sql\n\nsql.include('../databricks_sql/pipeline.sql')\n")
+    return transformations
+
+
+def test_a_databricks_sql_file_takes_dataset_rules_from_its_rule_file(
+        make_pipeline: MakePipeline, tmp_path: Path) -> None:
+    """The SQL emitter: the same guard and metrics as SQL text."""
+    pipeline = make_pipeline(files=sql_project(tmp_path))
+    pipeline.create_table("src", [(1, -2, "x"), (2, None, "y")], SCHEMA)
+    result = pipeline.run()
+    assert result.ok, result.output
+    assert [r["id"] for r in result.rows("orders")] == [1]
+    metrics = metrics_of(result, "orders")
+    assert row_of(metrics, "not_empty") == expected_row(True, "2", 2, 1)
+    assert row_of(metrics, "revenue_positive") == expected_row(False, "false", 2, 1)
+    pipeline.create_table("src", [], SCHEMA)
+    empty = pipeline.run()
+    assert not empty.ok
+    assert format_dataset_rule_message("orders", [("not_empty", "0", "at least 1")]) in (
+        empty.output)
+
+
+def test_a_sql_tolerance_property_on_a_dataset_rule_is_refused(
+        make_pipeline: MakePipeline, tmp_path: Path) -> None:
+    files = sql_project(tmp_path, ", 'sdp_expect.max_failed.not_empty' = '1'")
+    pipeline = make_pipeline(files=files)
+    with pytest.raises(SdpExpectError) as raised:
+        pipeline.register()
+    assert (raised.value.code, raised.value.dataset, raised.value.expectation) == (
+        "SDPX-DEF-116", "orders", "not_empty")
 
 
 # --------------------------------------------------------------------------- streaming
