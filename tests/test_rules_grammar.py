@@ -771,3 +771,11 @@ def test_each_mistake_in_a_dataset_rule_is_reported_with_its_code() -> None:
     assert [(e.code, e.rule) for e in result.errors] == [
         ("SDPX-VAL-018", "rule 1"), ("SDPX-VAL-020", "rule 2"), ("SDPX-VAL-019", "rule 3"),
         ("SDPX-DEF-115", "rule 4"), ("SDPX-DEF-116", "rule 5"), ("SDPX-VAL-017", "rule 6")]
+
+
+def test_as_kwargs_passes_rules_on_the_dataset_as_a_whole_as_rule_objects() -> None:
+    got = as_kwargs(load(FIXTURES / "dataset_rules.yml"))
+    assert got["expect_all_or_fail"]["not_empty"] == RowCount(1)
+    assert got["expect_all_or_fail"]["revenue_positive"] == Aggregate("sum(amount) > 0")
+    assert got["expect_all"]["not_too_many"] == RowCount(1, 10_000_000)
+    assert got["expect_all_or_drop"] == {"amount_present": "amount IS NOT NULL"}
