@@ -27,7 +27,12 @@ The meaning of a rule, in one place:
   query one boolean column per key rule (``_sdpx_key_<i>``, a window count or a left
   join) and keeps the record itself as a struct (``_sdpx_rec``), which the target and
   quarantine end with (``_sdpx_rec.*``): everything above reads the rule's column as
-  its ``passes``, and the datasets still have exactly the query's columns.
+  its ``passes``, and the datasets still have exactly the query's columns;
+* a rule on the dataset as a whole (row count, aggregate: docs/row-count-rules.md,
+  docs/aggregate-rules.md) has one verdict per update, computed in the one-row counts
+  the metrics already aggregate; a fail one joins the tolerance guard (its
+  ``raise_error`` says ``[EXPECTATION_DATASET_RULE_FAILED]``). It is no per-record
+  expression: no record is dropped for it or names it in ``_failed_expectations``.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from sdp_expect.model import (
     DatasetRules,
     Expectation,
     Reference,
+    RowCount,
     UniqueKey,
     count_exceeded_sql,
     fraction_exceeded_sql,
@@ -119,6 +125,13 @@ def _any(terms: list[str]) -> str:
     return _balanced(terms, "OR", "false")
 
 
+def _expected(whole: object) -> str:
+    """What a rule on the dataset as a whole expects, as its failure message says it."""
+    if isinstance(whole, RowCount):
+        return whole.bound_text
+    return "true"
+
+
 def _embedded(constraint: str) -> str:
     """A constraint inside generated SQL, parenthesised.
 
@@ -148,7 +161,11 @@ class RuleLogic:
     # -- per-record expressions (SQL text) ---------------------------------------------
     def passes(self, expectation: Expectation) -> str:
         """TRUE when the record passes ``expectation``, never NULL. A key rule's is its
-        column of the prepared relation (:meth:`prepared`)."""
+        column of the prepared relation (:meth:`prepared`). A rule on the dataset as a
+        whole has no per-record verdict (:meth:`whole_verdict`)."""
+        if expectation.whole is not None:
+            raise ValueError(f"{expectation.name!r} judges the dataset as a whole, "
+                             "not a record")
         if expectation.check is not None:
             return self.key_column(expectation)
         null_result = "true" if self.options.null_passes else "false"
@@ -317,7 +334,55 @@ class RuleLogic:
         and fail with a tolerance: a violated fail rule without one stops the flow), with
         their position among the dataset's expectations."""
         return [(i, e) for i, e in enumerate(self.rules.expectations)
-                if not e.stops_at_first]
+                if not e.stops_at_first and e.whole is None]
+
+    # -- rules on the dataset as a whole (docs/row-count-rules.md, aggregate-rules.md) ----
+    def whole_verdict(self, expectation: Expectation, count: str) -> str:
+        """SQL over one group of the records checked (an aggregate context): TRUE when
+        ``expectation``, a rule on the dataset as a whole, holds; never NULL (an aggregate
+        expression that is NULL follows the NULL policy). ``count`` is the SQL of the
+        records checked (BIGINT)."""
+        whole = expectation.whole
+        if isinstance(whole, RowCount):
+            return whole.verdict_sql(count)
+        assert whole is not None
+        null_result = "true" if self.options.null_passes else "false"
+        return f"coalesce({_embedded(whole.expression)}, {null_result})"
+
+    @staticmethod
+    def whole_observed(expectation: Expectation, count: str) -> str:
+        """SQL (STRING) of what a rule on the dataset as a whole observed: the record count
+        for a row count, the expression's value (``true``, ``false`` or NULL) for an
+        aggregate."""
+        whole = expectation.whole
+        if isinstance(whole, RowCount):
+            return f"CAST({count} AS STRING)"
+        assert whole is not None
+        return f"CAST({_embedded(whole.expression)} AS STRING)"
+
+    def _failed_count(self, i: int, e: Expectation, count: str) -> str:
+        """SQL of one rule's ``failed`` entry in one-row counts: its violations, or for a
+        rule on the dataset as a whole ``count`` when it fails, else 0."""
+        if e.whole is None:
+            return f"count_if({self.violates(e)})"
+        return (f"CASE WHEN {self.whole_verdict(e, count)} THEN CAST(0 AS BIGINT) "
+                f"ELSE CAST({count} AS BIGINT) END")
+
+    def _outcome(self, count: str) -> str:
+        """The one-row counts' ``outcome`` array (with rules on the dataset as a whole):
+        per rule, ``(observed STRING, violated BOOLEAN)``, both NULL for a record rule."""
+        return "array(" + ", ".join(
+            (f"named_struct('observed', {self.whole_observed(e, count)}, "
+             f"'violated', NOT {self.whole_verdict(e, count)})") if e.whole is not None
+            else "named_struct('observed', CAST(NULL AS STRING), "
+                 "'violated', CAST(NULL AS BOOLEAN))"
+            for e in self.rules.expectations) + ") AS outcome"
+
+    def _whole_guarded(self) -> list[tuple[int, Expectation]]:
+        """The fail rules on the dataset as a whole, with their position: a violated one
+        fails the flow before any record is written."""
+        return [(i, e) for i, e in enumerate(self.rules.expectations)
+                if e.whole is not None and e.action is Action.FAIL]
 
     # -- tolerances (docs/thresholds.md) -------------------------------------------------
     def _tolerance_guarded(self) -> list[tuple[int, Expectation]]:
@@ -326,30 +391,54 @@ class RuleLogic:
         return [(i, e) for i, e in enumerate(self.rules.expectations) if e.guarded]
 
     def needs_tolerance_guard(self) -> bool:
-        """True when the records may be written only after the tolerance check."""
-        return bool(self._tolerance_guarded())
+        """True when the records may be written only after the guard's check: a fail or
+        drop rule with a tolerance, or a fail rule on the dataset as a whole."""
+        return bool(self._tolerance_guarded()) or bool(self._whole_guarded())
 
     def tolerance_counts(self) -> list[str]:
-        """The one-row counts the tolerance check reads: the records checked
-        (``_sdpx_total``) and the violations of each guarded rule (``_sdpx_failed_<i>``)."""
+        """The one-row counts the guard's check reads: the records checked
+        (``_sdpx_total``), the violations of each guarded rule (``_sdpx_failed_<i>``), and
+        per fail rule on the dataset as a whole its verdict (``_sdpx_ok_<i>``) and what
+        it observed (``_sdpx_obs_<i>``)."""
         return ["count(1) AS _sdpx_total",
                 *(f"count_if({self.violates(e)}) AS _sdpx_failed_{i}"
-                  for i, e in self._tolerance_guarded())]
+                  for i, e in self._tolerance_guarded()),
+                *(part for i, e in self._whole_guarded() for part in (
+                    f"{self.whole_verdict(e, 'count(1)')} AS _sdpx_ok_{i}",
+                    f"{self.whole_observed(e, 'count(1)')} AS _sdpx_obs_{i}"))]
 
-    def tolerance_check(self, failed: Callable[[int], str], total: str) -> str:
+    def tolerance_check(self, failed: Callable[[int], str], total: str,
+                        holds: Optional[Callable[[int], str]] = None,
+                        observed: Optional[Callable[[int], str]] = None) -> str:
         """TRUE, or ``raise_error`` with ``[EXPECTATION_TOLERANCE_EXCEEDED]`` naming every
-        guarded rule over its tolerance, from one row of counts: ``failed(i)`` is the SQL
-        of rule ``i``'s violations, ``total`` of the records checked."""
+        guarded rule over its tolerance, else with ``[EXPECTATION_DATASET_RULE_FAILED]``
+        naming every fail rule on the dataset as a whole that does not hold, from one row
+        of counts: ``failed(i)`` is the SQL of rule ``i``'s violations, ``total`` of the
+        records checked, ``holds(i)`` and ``observed(i)`` a whole rule's verdict and
+        observed value (default: the columns of :meth:`tolerance_counts`)."""
+        holds = holds or (lambda i: f"_sdpx_ok_{i}")
+        observed = observed or (lambda i: f"_sdpx_obs_{i}")
         checks = []
         for i, e in self._tolerance_guarded():
             assert e.max_failed is not None
             checks.append((e.max_failed.exceeded_sql(failed(i), total), e.name, failed(i),
                            e.max_failed.text))
-        if not checks:
+        wholes = [(f"NOT {holds(i)}", e.name, observed(i), e.whole)
+                  for i, e in self._whole_guarded()]
+        if not checks and not wholes:
             return "true"
-        message = violation.tolerance_message_sql(self.rules.dataset, checks, total)
-        exceeded = _any([condition for condition, _, _, _ in checks])
-        return f"CASE WHEN {exceeded} THEN raise_error({message}) ELSE true END"
+        cases = []
+        if checks:
+            message = violation.tolerance_message_sql(self.rules.dataset, checks, total)
+            exceeded = _any([condition for condition, _, _, _ in checks])
+            cases.append(f"WHEN {exceeded} THEN raise_error({message})")
+        if wholes:
+            message = violation.dataset_rule_message_sql(self.rules.dataset, [
+                (condition, name, value, _expected(whole))
+                for condition, name, value, whole in wholes])
+            failed_any = _any([condition for condition, _, _, _ in wholes])
+            cases.append(f"WHEN {failed_any} THEN raise_error({message})")
+        return f"CASE {' '.join(cases)} ELSE true END"
 
     def tolerance_guard_column(self) -> str:
         """The one column of the guard over :meth:`tolerance_counts`: ``_sdpx_ok``."""
@@ -362,7 +451,9 @@ class RuleLogic:
         no metrics), or None."""
         if not self.needs_tolerance_guard():
             return None
-        return self.tolerance_check(lambda i: f"failed[{i}]", "total")
+        return self.tolerance_check(lambda i: f"failed[{i}]", "total",
+                                    lambda i: f"NOT outcome[{i}].violated",
+                                    lambda i: f"outcome[{i}].observed")
 
     def tolerance_guarded_select(self, source: str) -> str:
         """The relation of ``source``'s records, each written only if no guarded rule
@@ -421,21 +512,25 @@ class RuleLogic:
         return [
             "count(1) AS total",
             f"count_if(NOT {self.kept()}) AS dropped",
-            "array(" + ", ".join(f"count_if({self.violates(e)})"
-                                 for e in self.rules.expectations) + ") AS failed",
+            "array(" + ", ".join(self._failed_count(i, e, "count(1)")
+                                 for i, e in enumerate(self.rules.expectations)) + ") AS failed",
+            *([self._outcome("count(1)")] if self.rules.has_whole_checks else []),
         ]
 
     def counts_from_batch_log(self) -> list[str]:
         """The one-row counts ``(total, dropped, failed[])`` summed over a batch log (a
         rule the log does not name, a fail rule or a rule added later, counts 0 there)."""
         logged = {i for i, _ in self._logged()}
+        total = f"coalesce(sum({BATCH_RECORDS_COLUMN}), 0)"
         failed = [f"coalesce(sum(try_element_at({BATCH_FAILED_COLUMN}, {sql_string(e.name)})), 0)"
-                  if i in logged else "CAST(0 AS BIGINT)"
+                  if i in logged else self._failed_count(i, e, total) if e.whole is not None
+                  else "CAST(0 AS BIGINT)"
                   for i, e in enumerate(self.rules.expectations)]
         return [
-            f"coalesce(sum({BATCH_RECORDS_COLUMN}), 0) AS total",
+            f"{total} AS total",
             f"coalesce(sum({BATCH_DROPPED_COLUMN}), 0) AS dropped",
             f"array({', '.join(failed)}) AS failed",
+            *([self._outcome(total)] if self.rules.has_whole_checks else []),
         ]
 
     @staticmethod
@@ -453,8 +548,8 @@ class RuleLogic:
         by definition (not by evaluating them a second time)."""
         return ["count(1) AS _sdpx_kept",
                 *(f"count_if({self.violates(e)}) AS _sdpx_kept_{i}"
-                  if e.action is Action.WARN or (e.action is Action.FAIL
-                                                 and not e.stops_at_first)
+                  if e.whole is None and (e.action is Action.WARN or (
+                      e.action is Action.FAIL and not e.stops_at_first))
                   else f"CAST(0 AS BIGINT) AS _sdpx_kept_{i}"
                   for i, e in enumerate(self.rules.expectations))]
 
@@ -462,13 +557,20 @@ class RuleLogic:
         """The one-row counts of the records a materialized view dropped (its quarantine):
         how many, and per rule how many name it in ``_failed_expectations``."""
         return ["count(1) AS _sdpx_dropped",
-                *(f"{self.count_named(e)} AS _sdpx_dropped_{i}" if not e.stops_at_first
+                *(f"{self.count_named(e)} AS _sdpx_dropped_{i}"
+                  if not e.stops_at_first and e.whole is None
                   else f"CAST(0 AS BIGINT) AS _sdpx_dropped_{i}"
                   for i, e in enumerate(self.rules.expectations))]
 
     def counts_from_companions(self) -> list[str]:
         """The one-row counts ``(total, dropped, failed[])`` from the joined one-row
-        counts of :meth:`counts_from_kept` and :meth:`counts_from_quarantine`."""
+        counts of :meth:`counts_from_kept` and :meth:`counts_from_quarantine`. Not for
+        rules on the dataset as a whole: an aggregate is not known from the counts of what
+        was written, so such a dataset's metrics count the query
+        (:func:`sdp_expect.plan.plan_dataset`)."""
+        if self.rules.has_whole_checks:
+            raise ValueError(f"{self.rules.dataset!r} has rules on the dataset as a whole: "
+                             "its metrics are counted from the query")
         return [
             "_sdpx_kept + _sdpx_dropped AS total",
             "_sdpx_dropped AS dropped",
@@ -488,6 +590,7 @@ class RuleLogic:
         at a few hundred rules (Spark then logs a compile error and falls back).
         """
         tolerances = self.rules.has_tolerances
+        wholes = self.rules.has_whole_checks
         rules = ", ".join(
             f"named_struct('rule_name', {sql_string(e.name)}, "
             f"'rule_action', {sql_string(e.action.value)}, "
@@ -495,24 +598,32 @@ class RuleLogic:
             + (self._tolerance_fields(e) if tolerances else "") + ")"
             for e in self.rules.expectations
         )
+        # With rules on the dataset as a whole, the counts have one more array (outcome):
+        # the rules are first zipped with it, then with the failed counts.
+        zipped = (f"zip_with(array({rules}), outcome, (_sdpx_r, _sdpx_o) -> "
+                  "named_struct('rule', _sdpx_r, 'outcome', _sdpx_o))" if wholes
+                  else f"array({rules})")
+        rule = "_sdpx_rule.rule" if wholes else "_sdpx_rule"
         return (
-            f"inline(zip_with(array({rules}), failed, (_sdpx_rule, _sdpx_failed) -> "
+            f"inline(zip_with({zipped}, failed, (_sdpx_rule, _sdpx_failed) -> "
             f"named_struct('dataset', {sql_string(self.rules.dataset)}, "
-            "'expectation', _sdpx_rule.rule_name, "
-            "'action', _sdpx_rule.rule_action, "
-            "'constraint', _sdpx_rule.rule_constraint, "
+            f"'expectation', {rule}.rule_name, "
+            f"'action', {rule}.rule_action, "
+            f"'constraint', {rule}.rule_constraint, "
             "'passed_records', CAST(total AS BIGINT) - CAST(_sdpx_failed AS BIGINT), "
             "'failed_records', CAST(_sdpx_failed AS BIGINT), "
             "'total_records', CAST(total AS BIGINT), "
             "'dropped_records', CAST(dropped AS BIGINT)"
-            + (", 'max_failed', _sdpx_rule.rule_max_failed, "
-               "'tolerance_exceeded', CASE WHEN _sdpx_rule.rule_max_failed IS NULL THEN NULL "
-               "WHEN _sdpx_rule.rule_fraction THEN "
-               + fraction_exceeded_sql("_sdpx_failed", "total", "_sdpx_rule.rule_numerator",
-                                       "_sdpx_rule.rule_denominator")
+            + (f", 'max_failed', {rule}.rule_max_failed, "
+               f"'tolerance_exceeded', CASE WHEN {rule}.rule_max_failed IS NULL THEN NULL "
+               f"WHEN {rule}.rule_fraction THEN "
+               + fraction_exceeded_sql("_sdpx_failed", "total", f"{rule}.rule_numerator",
+                                       f"{rule}.rule_denominator")
                + " ELSE " + count_exceeded_sql("CAST(_sdpx_failed AS BIGINT)",
-                                               "_sdpx_rule.rule_numerator") + " END"
+                                               f"{rule}.rule_numerator") + " END"
                if tolerances else "")
+            + (", 'observed', _sdpx_rule.outcome.observed, "
+               "'violated', _sdpx_rule.outcome.violated" if wholes else "")
             + ")))"
         )
 
@@ -541,6 +652,8 @@ class RuleLogic:
         """
         if expectation.check is not None:
             return f"{self.key_column(expectation)} AS _sdpx_check"
+        if expectation.whole is not None:
+            return f"{self.whole_verdict(expectation, 'count(1)')} AS _sdpx_check"
         return f"{_embedded(expectation.constraint)} AS _sdpx_check"
 
     # -- SELECT statements (SQL translation) -------------------------------------------

@@ -29,6 +29,7 @@ __all__ = ["ConstraintProblem", "check_constraint"]
 
 _NOT_WELL_FORMED = "SDPX-VAL-011"
 _REJECTED_CONSTRUCT = "SDPX-VAL-010"
+_NO_AGGREGATE = "SDPX-VAL-019"
 
 
 @dataclass(frozen=True)
@@ -271,9 +272,42 @@ def _is_query_start(tokens: list[Token], index: int) -> bool:
     return False
 
 
-def _check_constructs(tokens: list[Token]) -> Optional[ConstraintProblem]:
+def _function_kind(tokens: list[Token], i: int) -> Optional[str]:
+    """The kind of built-in function called at ``tokens[i]`` (followed by ``(``) that an
+    expectation cannot contain (aggregate, window, ...), or None."""
+    name = tokens[i].value.lower()
+    prev = tokens[i - 1] if i > 0 else None
+    function_kind = _FUNCTION_KINDS.get(name)
+    if function_kind is None and name.startswith(_AGGREGATE_PREFIX):
+        function_kind = _AGGREGATE
+    if (
+        name in ("any", "some")
+        and prev is not None
+        and prev.kind is TokenKind.IDENT
+        and prev.text.lower() in ("like", "ilike")
+    ):
+        # "name LIKE ANY ('a%', 'b%')" is a predicate, not the aggregate.
+        function_kind = None
+    if prev is not None and prev.kind is TokenKind.DOT and (
+            _qualifier(tokens, i) not in _BUILTIN_QUALIFIERS):
+        # "db.sum(x)" is a user-defined function: Spark decides.
+        function_kind = None
+    return function_kind
+
+
+def _calls_aggregate(tokens: list[Token]) -> bool:
+    """True when ``tokens`` call a built-in aggregate function."""
+    return any(
+        token.kind in (TokenKind.IDENT, TokenKind.QUOTED_IDENT)
+        and i + 1 < len(tokens) and tokens[i + 1].kind is TokenKind.LPAREN
+        and _function_kind(tokens, i) == _AGGREGATE
+        for i, token in enumerate(tokens))
+
+
+def _check_constructs(tokens: list[Token], aggregates: bool = False
+                      ) -> Optional[ConstraintProblem]:
     """The first construct in ``tokens`` (without comments) that an expectation cannot
-    contain, if any."""
+    contain, if any (aggregate functions allowed when ``aggregates``)."""
     count = len(tokens)
     for i, token in enumerate(tokens):
         kind = token.kind
@@ -300,21 +334,8 @@ def _check_constructs(tokens: list[Token]) -> Optional[ConstraintProblem]:
         after_dot = prev is not None and prev.kind is TokenKind.DOT
         is_call = i + 1 < count and tokens[i + 1].kind is TokenKind.LPAREN
         if is_call:
-            function_kind = _FUNCTION_KINDS.get(name)
-            if function_kind is None and name.startswith(_AGGREGATE_PREFIX):
-                function_kind = _AGGREGATE
-            if (
-                name in ("any", "some")
-                and prev is not None
-                and prev.kind is TokenKind.IDENT
-                and prev.text.lower() in ("like", "ilike")
-            ):
-                # "name LIKE ANY ('a%', 'b%')" is a predicate, not the aggregate.
-                function_kind = None
-            if after_dot and _qualifier(tokens, i) not in _BUILTIN_QUALIFIERS:
-                # "db.sum(x)" is a user-defined function: Spark decides.
-                function_kind = None
-            if function_kind is not None:
+            function_kind = _function_kind(tokens, i)
+            if function_kind is not None and not (aggregates and function_kind == _AGGREGATE):
                 return _rejected(f"uses the {function_kind} '{name}'")
             if (
                 name == "unix_timestamp"
@@ -341,7 +362,7 @@ def _check_constructs(tokens: list[Token]) -> Optional[ConstraintProblem]:
     return None
 
 
-def check_constraint(text: str) -> Optional[ConstraintProblem]:
+def check_constraint(text: str, *, aggregates: bool = False) -> Optional[ConstraintProblem]:
     """Check a constraint's text statically and return its first problem, or ``None``.
 
     A text that is not well-formed (``SDPX-VAL-011``) is reported before any
@@ -351,6 +372,10 @@ def check_constraint(text: str) -> Optional[ConstraintProblem]:
 
     :param text: The constraint, a Spark SQL boolean expression such as
         ``amount >= 0``.
+    :param aggregates: True for the expression of an aggregate rule
+        (docs/aggregate-rules.md): aggregate functions are allowed, and at least one is
+        required (``SDPX-VAL-019`` without any); windows, subqueries, generators and
+        non-deterministic functions are still refused.
     """
     try:
         tokens = tokenize(text)
@@ -358,5 +383,9 @@ def check_constraint(text: str) -> Optional[ConstraintProblem]:
         return _malformed(str(error))
     if not tokens:
         return _malformed("the constraint is empty: it holds only whitespace or comments")
-    return (_check_well_formed(tokens) or _check_keyword_operands(tokens)
-            or _check_constructs(tokens))
+    problem = (_check_well_formed(tokens) or _check_keyword_operands(tokens)
+               or _check_constructs(tokens, aggregates))
+    if problem is None and aggregates and not _calls_aggregate(tokens):
+        return ConstraintProblem(_NO_AGGREGATE, "uses no aggregate function (it would be "
+                                 "judged on no record, or on every record alone)")
+    return problem

@@ -17,6 +17,7 @@ from sdp_expect.pipelines import (
     QueryFunction,
     _dataset_decorator,
     _drop_none,
+    aggregate,
     append_flow,
     create_sink,
     create_streaming_table,
@@ -30,11 +31,13 @@ from sdp_expect.pipelines import (
     metrics,
     quarantine,
     references,
+    row_count,
     temporary_view,
     unique,
 )
 
 __all__ = [
+    "aggregate",
     "append_flow",
     "create_sink",
     "create_streaming_table",
@@ -50,6 +53,7 @@ __all__ = [
     "read",
     "read_stream",
     "references",
+    "row_count",
     "table",
     "unique",
     "view",

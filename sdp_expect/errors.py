@@ -174,6 +174,26 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "check two things",
         ),
         ErrorSpec(
+            "SDPX-VAL-018",
+            "a row-count rule has no bound, or a bound that is not a whole number from 0",
+            "give min, max or both as whole numbers from 0: "
+            "row_count(min=1), row_count(min=1, max=10_000_000); in a rule file "
+            "row_count: {min: 1, max: 10000000} (docs/row-count-rules.md)",
+        ),
+        ErrorSpec(
+            "SDPX-VAL-019",
+            "an aggregate rule's expression calls no aggregate function",
+            "write a boolean expression over aggregates of the records, e.g. "
+            "aggregate('sum(amount) > 0') or aggregate(\"count_if(status = 'paid') >= 1\"); "
+            "a check of each record on its own is a constraint (docs/aggregate-rules.md)",
+        ),
+        ErrorSpec(
+            "SDPX-VAL-020",
+            "a row-count rule's min is above its max: no count is within them",
+            "give a min at most the max (both are included: row_count(min=5, max=5) is "
+            "exactly 5 records), or leave one of them out",
+        ),
+        ErrorSpec(
             "SDPX-VAL-071",
             "two expectations of one dataset share a name",
             "give each expectation of a dataset its own name (the same name may be reused on "
@@ -274,6 +294,29 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "put the key rule on a materialized view that reads the streaming table or view "
             "(a stream has no whole set of records to compare a key with, "
             "docs/dataset-rules.md#streaming-tables-and-temporary-views)",
+        ),
+        ErrorSpec(
+            "SDPX-DEF-115",
+            "a row-count or aggregate rule with the action drop: it judges the dataset as a "
+            "whole and puts no record at fault, so no record can be dropped",
+            "make it a warn rule (reported in the metrics: expect) or a fail rule (the "
+            "update fails and writes nothing: expect_or_fail), docs/row-count-rules.md",
+        ),
+        ErrorSpec(
+            "SDPX-DEF-116",
+            "a tolerance (max_failed) on a row-count or aggregate rule, which has one "
+            "verdict per update and no count of failed records",
+            "remove max_failed; widen the rule's bounds instead (row_count(min=..., "
+            "max=...)) or write the tolerance into the aggregate's expression",
+        ),
+        ErrorSpec(
+            "SDPX-DEF-117",
+            "a row-count or aggregate rule where sdp-expect cannot judge it: a fail row-count "
+            "rule or any aggregate rule on a streaming table, or either on a temporary view",
+            "put the rule on a materialized view that reads the streaming table or view "
+            "(its whole content is known before it is written); on a streaming table a warn "
+            "row-count rule is judged on the records since the last full refresh "
+            "(docs/row-count-rules.md#streaming-tables)",
         ),
         # -- pipeline configuration --
         ErrorSpec(

@@ -23,14 +23,18 @@ __all__ = [
     "DECORATORS",
     "GROUP_DECORATORS",
     "Action",
+    "Aggregate",
     "DatasetCheck",
     "DatasetRules",
     "Expectation",
     "QuarantineSpec",
     "Reference",
+    "RowCount",
     "RuleNames",
     "Tolerance",
     "UniqueKey",
+    "WholeCheck",
+    "check_whole_rule",
     "either",
     "make_expectation",
     "parse_action",
@@ -327,6 +331,118 @@ DatasetCheck = Union[UniqueKey, Reference]
 """A record-level rule over the whole dataset (a key), in place of a constraint."""
 
 
+@dataclass(frozen=True)
+class RowCount:
+    """A row-count rule (docs/row-count-rules.md): the dataset's records checked number
+    from :attr:`min` to :attr:`max` (both included; None: unbounded on that side).
+
+    :param min: The fewest records allowed, or None.
+    :param max: The most records allowed, or None.
+    """
+
+    min: Optional[int] = None
+    max: Optional[int] = None
+
+    @property
+    def text(self) -> str:
+        """The rule as the metrics' ``constraint`` column shows it:
+        ``ROW COUNT BETWEEN 1 AND 10``, ``ROW COUNT >= 1``, ``ROW COUNT <= 10``."""
+        if self.min is not None and self.max is not None:
+            return f"ROW COUNT BETWEEN {self.min} AND {self.max}"
+        if self.min is not None:
+            return f"ROW COUNT >= {self.min}"
+        return f"ROW COUNT <= {self.max}"
+
+    @property
+    def bound_text(self) -> str:
+        """The bounds as the failure message says them: ``at least 1 and at most 10``."""
+        said = ([] if self.min is None else [f"at least {self.min}"]) + (
+            [] if self.max is None else [f"at most {self.max}"])
+        return " and ".join(said)
+
+    def holds(self, count: int) -> bool:
+        """True when ``count`` records are within the bounds: the Python oracle of
+        :meth:`verdict_sql`."""
+        return ((self.min is None or count >= self.min)
+                and (self.max is None or count <= self.max))
+
+    def verdict_sql(self, count: str) -> str:
+        """SQL: TRUE when the BIGINT ``count`` is within the bounds (never NULL)."""
+        terms = ([] if self.min is None else [f"{count} >= {self.min}"]) + (
+            [] if self.max is None else [f"{count} <= {self.max}"])
+        return "(" + " AND ".join(terms) + ")"
+
+    def validate(self, *, dataset: Optional[str] = None, expectation: Optional[str] = None,
+                 location: Optional[Location] = None) -> None:
+        """SDPX-VAL-018 for no bound or a bound that is not a whole number from 0 to
+        2^63 - 1, SDPX-VAL-020 for ``min`` above ``max``."""
+        def refuse(detail: str) -> SdpExpectError:
+            return SdpExpectError("SDPX-VAL-018", f"row_count(): {detail}", dataset=dataset,
+                                  expectation=expectation, location=location)
+
+        if self.min is None and self.max is None:
+            raise refuse("no bound: give min, max or both")
+        for label, bound in (("min", self.min), ("max", self.max)):
+            if bound is None:
+                continue
+            if isinstance(bound, bool) or not isinstance(bound, int):
+                raise refuse(f"{label} must be a whole number, got "
+                             f"{type(bound).__name__} {bound!r}")
+            if bound < 0 or bound > MAX_COUNT:
+                raise refuse(f"{label}={bound} is not from 0 to {MAX_COUNT}")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise SdpExpectError(
+                "SDPX-VAL-020", f"row_count(): min={self.min} is above max={self.max}: no "
+                "count is within them", dataset=dataset, expectation=expectation,
+                location=location)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """An aggregate rule (docs/aggregate-rules.md): a boolean SQL expression over
+    aggregates of the dataset's records checked, such as ``sum(amount) > 0``.
+
+    :param expression: The expression, as written.
+    """
+
+    expression: str
+
+    @property
+    def text(self) -> str:
+        """The rule as the metrics' ``constraint`` column shows it: the expression."""
+        return self.expression
+
+    def validate(self, *, dataset: Optional[str] = None, expectation: Optional[str] = None,
+                 location: Optional[Location] = None) -> None:
+        """SDPX-VAL-008 for an expression that is not text, SDPX-VAL-001 for an empty one,
+        SDPX-VAL-011 when not well formed, SDPX-VAL-010 for a window, subquery, generator
+        or non-deterministic function, SDPX-VAL-019 without any aggregate function."""
+        if not isinstance(self.expression, str):
+            raise SdpExpectError(
+                "SDPX-VAL-008", f"aggregate(): the expression must be a string of Spark SQL, "
+                f"got {type(self.expression).__name__}", dataset=dataset,
+                expectation=expectation, location=location)
+        if not self.expression.strip():
+            raise SdpExpectError("SDPX-VAL-001", "aggregate(): the expression is empty",
+                                 dataset=dataset, expectation=expectation, location=location)
+        problem = check_constraint(self.expression, aggregates=True)
+        if problem is not None:
+            raise SdpExpectError(problem.code, f"aggregate(): {problem.message} in "
+                                 f"{self.expression!r}", dataset=dataset,
+                                 expectation=expectation, location=location)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+WholeCheck = Union[RowCount, Aggregate]
+"""A rule on the dataset as a whole (one verdict per update, no record at fault), in place
+of a constraint: docs/row-count-rules.md, docs/aggregate-rules.md."""
+
+
 def _check_columns(columns: object, rule: str, dataset: Optional[str],
                    expectation: Optional[str], location: Optional[Location]) -> None:
     if not isinstance(columns, tuple) or not columns:
@@ -356,6 +472,8 @@ class Expectation:
     :param check: A key rule (:class:`UniqueKey`, :class:`Reference`) judged against
         other records, docs/dataset-rules.md; :attr:`constraint` is then its text
         (``UNIQUE (order_id)``), shown in the metrics. None for a SQL rule.
+    :param whole: A rule on the dataset as a whole (:class:`RowCount`,
+        :class:`Aggregate`); :attr:`constraint` is then its text. None otherwise.
     """
 
     name: str
@@ -364,13 +482,21 @@ class Expectation:
     place: Optional[Location] = field(default=None, compare=False)
     max_failed: Optional[Tolerance] = None
     check: Optional[DatasetCheck] = None
+    whole: Optional[WholeCheck] = None
+
+    @property
+    def on_dataset(self) -> bool:
+        """True for a rule on the dataset as a whole (row count, aggregate): one verdict
+        per update, no record at fault."""
+        return self.whole is not None
 
     @property
     def stops_at_first(self) -> bool:
         """True for a fail rule without tolerance: its first violating record stops the
         flow (``[EXPECTATION_VIOLATION]``). A fail rule with a tolerance is counted like a
-        warn rule, and fails the flow through the tolerance's check."""
-        return self.action is Action.FAIL and self.max_failed is None
+        warn rule, and fails the flow through the tolerance's check; a fail rule on the
+        dataset as a whole fails it through the same guard."""
+        return self.action is Action.FAIL and self.max_failed is None and self.whole is None
 
     @property
     def guarded(self) -> bool:
@@ -393,7 +519,9 @@ def make_expectation(
     :param constraint: Must be a non-empty string holding one boolean SQL
         expression without subqueries, aggregate, window, generator or
         non-deterministic functions, or a key rule (:class:`UniqueKey`,
-        :class:`Reference`: SDPX-VAL-014, -015, -016).
+        :class:`Reference`: SDPX-VAL-014, -015, -016), or a rule on the dataset as a whole
+        (:class:`RowCount`: SDPX-VAL-018, -020; :class:`Aggregate`: SDPX-VAL-001, -010, -011,
+        -019; either: SDPX-DEF-115 for drop, SDPX-DEF-116 for ``max_failed``).
     :param action: ``warn``, ``drop``, ``fail`` or an :class:`Action`.
     :param dataset: The dataset it belongs to, for error messages.
     :param place: Where it was declared (:attr:`Expectation.place`, and the place of
@@ -418,6 +546,12 @@ def make_expectation(
                                     location=place)
         return Expectation(name=name, constraint=constraint.text, action=act, place=place,
                            max_failed=tolerance, check=constraint)
+    if isinstance(constraint, (RowCount, Aggregate)):
+        constraint.validate(dataset=dataset, expectation=label, location=place)
+        act = parse_action(action, dataset=dataset, expectation=label, location=place)
+        check_whole_rule(constraint, act, max_failed, dataset, label, place)
+        return Expectation(name=name, constraint=constraint.text, action=act, place=place,
+                           whole=constraint)
     if not isinstance(constraint, str):
         kind = "a Python callable" if callable(constraint) else type(constraint).__name__
         raise SdpExpectError(
@@ -445,6 +579,27 @@ def make_expectation(
     tolerance = parse_tolerance(max_failed, dataset=dataset, expectation=label, location=place)
     return Expectation(name=name, constraint=constraint, action=act, place=place,
                        max_failed=tolerance)
+
+
+def check_whole_rule(rule: WholeCheck, action: Action, max_failed: object,
+                     dataset: Optional[str], expectation: Optional[str],
+                     place: Optional[Location]) -> None:
+    """SDPX-DEF-115 for a drop rule on the dataset as a whole (no record is at fault, so
+    none can be dropped); SDPX-DEF-116 for its tolerance (it has one verdict, not a count
+    of records that violate it)."""
+    kind = "row count" if isinstance(rule, RowCount) else "aggregate"
+    if action is Action.DROP:
+        raise SdpExpectError(
+            "SDPX-DEF-115",
+            f"the {kind} rule {rule.text} cannot drop records: it judges the dataset as a "
+            "whole and puts no record at fault", dataset=dataset, expectation=expectation,
+            location=place)
+    if max_failed is not None:
+        raise SdpExpectError(
+            "SDPX-DEF-116",
+            f"max_failed={max_failed!r} on the {kind} rule {rule.text}: a rule on the "
+            "dataset as a whole has one verdict per update, not a count of failed records",
+            dataset=dataset, expectation=expectation, location=place)
 
 
 class RuleNames:
@@ -529,6 +684,11 @@ class DatasetRules:
     def has_dataset_checks(self) -> bool:
         """True when a rule is a key rule (unique, references): docs/dataset-rules.md."""
         return any(e.check is not None for e in self.expectations)
+
+    @property
+    def has_whole_checks(self) -> bool:
+        """True when a rule judges the dataset as a whole (row count, aggregate)."""
+        return any(e.whole is not None for e in self.expectations)
 
     @property
     def has_tolerances(self) -> bool:

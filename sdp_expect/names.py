@@ -21,6 +21,7 @@ __all__ = [
     "METRICS_COLUMNS",
     "METRICS_SUFFIX",
     "TOLERANCE_METRICS_COLUMNS",
+    "WHOLE_METRICS_COLUMNS",
     "QUARANTINE_SUFFIX",
     "metrics_comment",
     "metrics_name",
@@ -110,6 +111,10 @@ METRICS_COLUMNS = (
 TOLERANCE_METRICS_COLUMNS = ("max_failed", "tolerance_exceeded")
 """The columns that follow :data:`METRICS_COLUMNS` in the metrics of a dataset with
 tolerances (docs/thresholds.md#dataset_dq_metrics)."""
+
+WHOLE_METRICS_COLUMNS = ("observed", "violated")
+"""The columns at the end of the metrics of a dataset with a rule on the dataset as a
+whole, a row count or an aggregate (docs/row-count-rules.md#metrics)."""
 
 
 def quarantine_comment(dataset: str) -> str:

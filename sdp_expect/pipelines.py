@@ -35,13 +35,16 @@ from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.model import (
     GROUP_DECORATORS,
     Action,
+    Aggregate,
     DatasetCheck,
     DatasetKind,
     DatasetRules,
     Expectation,
     QuarantineSpec,
     Reference,
+    RowCount,
     UniqueKey,
+    WholeCheck,
     make_expectation,
 )
 from sdp_expect.plan import (
@@ -69,6 +72,7 @@ Decorator = Callable[[QueryFunction], QueryFunction]
 # defined here (create_auto_cdc_flow is added below where the installed pyspark has it;
 # tests/test_api_surface.py checks that none is missing), and ours.
 __all__ = [
+    "aggregate",
     "append_flow",
     "create_sink",
     "create_streaming_table",
@@ -83,6 +87,7 @@ __all__ = [
     "metrics",
     "quarantine",
     "references",
+    "row_count",
     "table",
     "temporary_view",
     "unique",
@@ -154,9 +159,62 @@ MaxFailed = Union[int, str, None]
 """A tolerance as written: a count (``10``, ``"10"``) or a percentage (``"1%"``)."""
 
 
-Constraint = Union[str, DatasetCheck]
-"""A rule: Spark SQL text (one record at a time), or a key rule made by :func:`unique` or
-:func:`references` (docs/dataset-rules.md)."""
+Constraint = Union[str, DatasetCheck, WholeCheck]
+"""A rule: Spark SQL text (one record at a time), a key rule made by :func:`unique` or
+:func:`references` (docs/dataset-rules.md), or a rule on the dataset as a whole made by
+:func:`row_count` or :func:`aggregate` (docs/row-count-rules.md,
+docs/aggregate-rules.md)."""
+
+
+def row_count(min: Optional[int] = None, max: Optional[int] = None) -> RowCount:
+    """A row-count rule, given to ``expect`` or ``expect_or_fail`` in place of a
+    constraint::
+
+        @dp.materialized_view
+        @dp.expect_or_fail("not_empty", dp.row_count(min=1))
+        @dp.expect("not_too_many", dp.row_count(max=10_000_000))
+        def orders(): ...
+
+    It holds when the records the update's query returns (before any rule drops one)
+    number from ``min`` to ``max``, both included. A fail rule fails the update before
+    anything is written; a warn rule is reported in the metrics. Materialized views; on
+    a streaming table warn only, judged on the records since the last full refresh
+    (docs/row-count-rules.md).
+
+    :param min: The fewest records allowed (a whole number from 0), or None.
+    :param max: The most records allowed (a whole number from ``min``), or None.
+    :raises SdpExpectError: when the dataset is defined: SDPX-VAL-018 for no bound or a
+        bad one, SDPX-VAL-020 for min above max, SDPX-DEF-115 with ``expect_or_drop``,
+        SDPX-DEF-116 with ``max_failed``,
+        SDPX-DEF-117 where it cannot be judged (a fail rule on a streaming table, any on
+        a temporary view).
+    """
+    return RowCount(min, max)
+
+
+def aggregate(expression: str) -> Aggregate:
+    """An aggregate rule, given to ``expect`` or ``expect_or_fail`` in place of a
+    constraint::
+
+        @dp.materialized_view
+        @dp.expect_or_fail("revenue_positive", dp.aggregate("sum(amount) > 0"))
+        @dp.expect("some_paid", dp.aggregate("count_if(status = 'paid') >= 1"))
+        def orders(): ...
+
+    ``expression`` is a boolean Spark SQL expression over aggregates of the records the
+    update's query returns (before any rule drops one), evaluated once per update; a
+    NULL result (``sum`` over no records) is a violation, unless the pipeline sets
+    ``sdp_expect.null_result = pass``. Materialized views only
+    (docs/aggregate-rules.md).
+
+    :param expression: The expression; it must call at least one aggregate function.
+    :raises SdpExpectError: when the dataset is defined: SDPX-VAL-001 (empty),
+        SDPX-VAL-011 (not well formed), SDPX-VAL-010 (a window, subquery, generator or
+        non-deterministic function), SDPX-VAL-019 (no aggregate function), SDPX-DEF-115
+        with ``expect_or_drop``, SDPX-DEF-116 with ``max_failed``, SDPX-DEF-117 on a
+        streaming table or a temporary view.
+    """
+    return Aggregate(expression)
 
 
 def unique(*columns: str) -> UniqueKey:

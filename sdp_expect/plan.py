@@ -28,7 +28,14 @@ from typing import Any, Mapping, Optional
 
 from sdp_expect.compiler import RuleLogic
 from sdp_expect.errors import Location, SdpExpectError
-from sdp_expect.model import Action, DatasetKind, DatasetRules, Expectation, UniqueKey
+from sdp_expect.model import (
+    Action,
+    Aggregate,
+    DatasetKind,
+    DatasetRules,
+    Expectation,
+    UniqueKey,
+)
 from sdp_expect.names import (
     batch_log_comment,
     batch_log_flow_name,
@@ -186,6 +193,39 @@ def _check_dataset_checks(rules: DatasetRules, kind: DatasetKind, where: Where) 
                 dataset=rules.dataset, expectation=expectation.name,
                 location=expectation.place or where.location,
                 fix=_SQL_FIXES["SDPX-DEF-114"] if where.sql else None)
+
+
+def _check_whole_checks(rules: DatasetRules, kind: DatasetKind, where: Where) -> None:
+    """SDPX-DEF-117: a rule on the dataset as a whole where it cannot be judged
+    (docs/row-count-rules.md#streaming-tables): any on a temporary view (no metrics, inlined
+    into its readers); on a streaming table a fail row count (each micro-batch commits
+    before the whole is known) or any aggregate (no sum of per-micro-batch counts gives
+    an arbitrary aggregate of all the records). A warn row count on a streaming table is
+    judged on the cumulative metrics row."""
+    if kind is DatasetKind.MATERIALIZED_VIEW:
+        return
+    for expectation in rules.expectations:
+        whole = expectation.whole
+        if whole is None:
+            continue
+        if (kind is DatasetKind.STREAMING_TABLE and expectation.action is Action.WARN
+                and not isinstance(whole, Aggregate)):
+            continue
+        if kind is DatasetKind.TEMPORARY_VIEW:
+            why = "a temporary view has no metrics and is inlined into each reader"
+        elif isinstance(whole, Aggregate):
+            why = ("an aggregate of all the records of a streaming table is not known from "
+                   "its micro-batches")
+        else:
+            why = ("a streaming table writes each micro-batch before its whole count is "
+                   "known; a warn row-count rule is judged on the records since the last "
+                   "full refresh")
+        raise SdpExpectError(
+            "SDPX-DEF-117",
+            f"the {expectation.action.value} rule {expectation.constraint} on a "
+            f"{kind.value}: {why}",
+            dataset=rules.dataset, expectation=expectation.name,
+            location=expectation.place or where.location)
 
 
 FILE_FORMATS = frozenset({"parquet", "orc", "json", "csv", "text", "avro", "xml", "binaryfile"})
@@ -599,11 +639,13 @@ def plan_dataset(rules: DatasetRules, kind: DatasetKind, options: PipelineOption
     :param spark_conf: The user's Spark conf of the dataset's flow.
     :param format: The dataset's table format.
     :raises SdpExpectError: SDPX-DEF-106 for quarantine on a temporary view; SDPX-DEF-113
-        for a tolerance on a streaming table or a temporary view.
+        for a tolerance on a streaming table or a temporary view; SDPX-DEF-117 for a rule
+        on the dataset as a whole where it cannot be judged.
     """
     name = rules.dataset
     _check_tolerances(rules, kind, where)
     _check_dataset_checks(rules, kind, where)
+    _check_whole_checks(rules, kind, where)
     companions = plan_companions(rules, options, kind, where)
     logic = RuleLogic(rules, options)
     datasets = [DatasetSpec(name, kind, Role.TARGET, format=format, query=FlowSpec(
@@ -650,9 +692,12 @@ def _key_rules_on_kept(rules: DatasetRules) -> bool:
     rule on the kept records (a warn rule, a fail rule with a tolerance): its verdict
     there is not the one on the query's records (a duplicate may have been dropped, and
     the kept records lack the prepared relation's columns), so the metrics count the
-    query (docs/dataset-rules.md#cost)."""
-    return any(e.check is not None and e.action is not Action.DROP and not e.stops_at_first
-               for e in rules.expectations)
+    query (docs/dataset-rules.md#cost). So does a dataset with a rule on the dataset as a
+    whole: an aggregate of the query is not known from what was written
+    (docs/aggregate-rules.md#cost)."""
+    return rules.has_whole_checks or any(
+        e.check is not None and e.action is not Action.DROP and not e.stops_at_first
+        for e in rules.expectations)
 
 
 def plan_unchecked_dataset(name: str, kind: DatasetKind, *, state: PlanState,
@@ -696,6 +741,7 @@ def plan_declared_table(rules: DatasetRules, options: PipelineOptions, *, state:
     kind = DatasetKind.STREAMING_TABLE
     _check_tolerances(rules, kind, where)
     _check_dataset_checks(rules, kind, where)
+    _check_whole_checks(rules, kind, where)
     companions = plan_companions(rules, options, kind, where)
     logic = RuleLogic(rules, options)
     datasets = [DatasetSpec(name, kind, Role.TARGET, format=format),

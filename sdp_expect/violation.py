@@ -49,6 +49,18 @@ written. The error message in Spark's event is the only channel from a failed fl
 to ``sdp-expect run``; ``tests/test_tolerance_message.py`` checks that the reader is
 the exact inverse of the writer.
 
+A fail rule on the dataset as a whole (a row count or an aggregate,
+docs/row-count-rules.md) that does not hold stops its flow with the third message::
+
+    [EXPECTATION_DATASET_RULE_FAILED] Flow 'orders' failed: dataset rules not met:
+    'not_empty': observed 0, expected at least 1.
+
+written by :func:`dataset_rule_message_sql` (its Python twin:
+:func:`format_dataset_rule_message`): the rules in declaration order, separated by
+``; ``, each with what it observed (the record count; an aggregate's value ``true``,
+``false`` or ``NULL``) and what it expects. It has no reader: ``sdp-expect run`` shows
+it as Spark's error of the failed flow.
+
 This module imports no pyspark (``sdp-expect run`` and ``report`` use it);
 :func:`message_sql`, called by the compiler only, takes the compiler's SQL
 string literal escape.
@@ -68,10 +80,13 @@ from sdp_expect.sqltokens import sql_string  # the one SQL literal escape
 __all__ = [
     "RECORD_SQL",
     "TAG",
+    "DATASET_RULE_TAG",
     "TOLERANCE_TAG",
     "ToleranceFailure",
     "TolerancePart",
+    "dataset_rule_message_sql",
     "find_tolerance_failures",
+    "format_dataset_rule_message",
     "format_tolerance_failure",
     "format_tolerance_message",
     "parse_tolerance_message",
@@ -260,6 +275,43 @@ def tolerance_message_sql(dataset: str, checks: Sequence[tuple[str, str, str, st
         f"'%), more than max_failed ', {sql_string(quote(tolerance))}) END"
         for condition, name, failed, tolerance in checks)
     head = f"{TOLERANCE_TAG} Flow {quote(dataset)}{_TOLERANCE_HEAD}"
+    return (f"concat({sql_string(head)}, concat_ws({sql_string(_PART_SEPARATOR)}, {parts}), "
+            "'.')")
+
+
+# --------------------------------------------------------------------------- dataset rules
+
+DATASET_RULE_TAG = "[EXPECTATION_DATASET_RULE_FAILED]"
+"""Where the message of a fail rule on the dataset as a whole starts
+(docs/row-count-rules.md)."""
+_DATASET_RULE_HEAD = " failed: dataset rules not met: "
+
+
+def format_dataset_rule_message(dataset: str,
+                                parts: Sequence[tuple[str, Optional[str], str]]) -> str:
+    """The message Spark raises when the fail rules on the dataset as a whole ``parts``
+    (name, observed value or None, expected) do not hold (what
+    :func:`dataset_rule_message_sql` builds)."""
+    said = _PART_SEPARATOR.join(
+        f"{quote(name)}: observed {'NULL' if observed is None else observed}, "
+        f"expected {expected}" for name, observed, expected in parts)
+    return f"{DATASET_RULE_TAG} Flow {quote(dataset)}{_DATASET_RULE_HEAD}{said}."
+
+
+def dataset_rule_message_sql(dataset: str,
+                             checks: Sequence[tuple[str, str, str, str]]) -> str:
+    """The SQL expression (STRING) of the message for the one-row counts of a flow.
+
+    :param dataset: The dataset the flow writes.
+    :param checks: Per fail rule on the dataset as a whole, in declaration order: the SQL
+        condition that is TRUE when it does not hold, the rule's name, the SQL (STRING)
+        of what it observed, and what it expects, as text.
+    """
+    parts = ", ".join(
+        f"CASE WHEN {condition} THEN concat({sql_string(quote(name) + ': observed ')}, "
+        f"coalesce({observed}, 'NULL'), {sql_string(', expected ' + expected)}) END"
+        for condition, name, observed, expected in checks)
+    head = f"{DATASET_RULE_TAG} Flow {quote(dataset)}{_DATASET_RULE_HEAD}"
     return (f"concat({sql_string(head)}, concat_ws({sql_string(_PART_SEPARATOR)}, {parts}), "
             "'.')")
 

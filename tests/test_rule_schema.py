@@ -62,10 +62,11 @@ class CannotCheck:
 
 SCHEMA_CANNOT_CHECK = (
     CannotCheck(
-        "the SQL of a constraint", frozenset({"SDPX-VAL-010", "SDPX-VAL-011"}),
+        "the SQL of a constraint", frozenset({"SDPX-VAL-010", "SDPX-VAL-011", "SDPX-VAL-019"}),
         "a constraint (a list entry's constraint, a mapping-format key, a group's value) must "
         "be one well-formed Spark SQL expression without subqueries, aggregate, window, "
-        "generator or non-deterministic functions; a JSON Schema sees only a string, and a "
+        "generator or non-deterministic functions, and an aggregate rule's expression one "
+        "that calls an aggregate function; a JSON Schema sees only a string, and a "
         "regular expression cannot parse SQL (nested parentheses, quoting)",
     ),
     CannotCheck(
@@ -85,6 +86,11 @@ SCHEMA_CANNOT_CHECK = (
         "to as many as columns", frozenset({"SDPX-VAL-016"}),
         "a references rule's to must list as many columns as its columns; draft-07 cannot "
         "compare the lengths of two arrays",
+    ),
+    CannotCheck(
+        "min at most max", frozenset({"SDPX-VAL-020"}),
+        "a row_count's min must not be above its max; draft-07 cannot compare two values "
+        "of a document",
     ),
 )
 """What validate checks and the schema cannot: the exception list of docs/rule-files.md."""
@@ -436,6 +442,47 @@ CASES: list[tuple[str, str, str]] = [
     ("017-unique-and-expression", "- {name: n, unique: [a], expression: ''}\n", ".yml"),
     ("017-unique-and-references",
      "- {name: n, unique: [a], references: {dataset: c, columns: [a]}}\n", ".yml"),
+    # rules on the dataset as a whole (docs/row-count-rules.md, docs/aggregate-rules.md)
+    ("list-row-count",
+     "- {name: n, row_count: {min: 1}, failureAction: fail}\n- {row_count: {max: 10, note: x}}\n"
+     "- {name: m, row_count: {min: 0, max: 0}, type: expect, max_failed: null}\n"
+     "- {name: k, row_count: {min: 5, max: 5}, failureAction: Fail, type: expect_or_drop}\n",
+     ".yml"),
+    ("list-row-count-whole-float", "- {name: n, row_count: {min: 1.0, max: null}}\n", ".yml"),
+    ("list-aggregate",
+     "- {name: n, aggregate: 'sum(amount) > 0', failureAction: FAIL}\n"
+     "- {aggregate: \"count_if(s = 'p') >= 1\", unique: null, failureAction: warn}\n", ".yml"),
+    ("list-aggregate-json",
+     '[{"name": "n", "aggregate": "avg(a) BETWEEN 1 AND 9", "type": "expect_or_fail"}]',
+     ".json"),
+    ("008-row-count-list", "- {name: n, row_count: [1, 2]}\n", ".yml"),
+    ("008-row-count-key-number", "- {name: n, row_count: {min: 1, 2: x}}\n", ".yml"),
+    ("008-aggregate-number", "- {name: n, aggregate: 5}\n", ".yml"),
+    ("018-row-count-empty", "- {name: n, row_count: {}}\n", ".yml"),
+    ("018-row-count-null-bounds", "- {name: n, row_count: {min: null, max: null}}\n", ".yml"),
+    ("018-row-count-negative", "- {name: n, row_count: {min: -1}}\n", ".yml"),
+    ("018-row-count-fraction", "- {name: n, row_count: {min: 1.5}}\n", ".yml"),
+    ("018-row-count-text", "- {name: n, row_count: {min: '1'}}\n", ".yml"),
+    ("018-row-count-boolean", "- {name: n, row_count: {max: true}}\n", ".yml"),
+    ("018-row-count-too-large", "- {name: n, row_count: {max: 9223372036854775808}}\n",
+     ".yml"),
+    ("020-row-count-min-above-max", "- {name: n, row_count: {min: 3, max: 2}}\n", ".yml"),
+    ("001-aggregate-blank", "- {name: n, aggregate: ' '}\n", ".yml"),
+    ("019-aggregate-without-aggregate", "- {name: n, aggregate: amount > 0}\n", ".yml"),
+    ("010-aggregate-window", "- {name: n, aggregate: 'sum(a) OVER () > 0'}\n", ".yml"),
+    ("011-aggregate-unbalanced", "- {name: n, aggregate: 'sum(a > 0'}\n", ".yml"),
+    ("017-row-count-and-aggregate",
+     "- {name: n, row_count: {min: 1}, aggregate: 'sum(a) > 0'}\n", ".yml"),
+    ("017-aggregate-and-constraint", "- {name: n, aggregate: 'sum(a) > 0', constraint: a}\n",
+     ".yml"),
+    ("017-row-count-and-unique", "- {name: n, row_count: {min: 1}, unique: [a]}\n", ".yml"),
+    ("def-115-row-count-drop", "- {name: n, row_count: {min: 1}, failureAction: drop}\n",
+     ".yml"),
+    ("def-115-aggregate-type-drop",
+     "- {name: n, aggregate: 'sum(a) > 0', type: Expect_Or_Drop, failureAction: null}\n",
+     ".yml"),
+    ("def-116-row-count-max-failed", "- {name: n, row_count: {min: 1}, max_failed: 1}\n",
+     ".yml"),
     ("071-key-rule-default-name", "- {unique: [a]}\n- {name: UNIQUE (a), constraint: a > 0}\n",
      ".yml"),
     # no document
@@ -469,7 +516,8 @@ def test_the_cases_show_every_code_and_every_exception(scratch: Path) -> None:
     assert codes == {"SDPX-VAL-001", "SDPX-VAL-002", "SDPX-VAL-006", "SDPX-VAL-008",
                      "SDPX-VAL-009", "SDPX-VAL-010", "SDPX-VAL-011", "SDPX-VAL-012",
                      "SDPX-VAL-013", "SDPX-VAL-014", "SDPX-VAL-015", "SDPX-VAL-016",
-                     "SDPX-VAL-017", "SDPX-VAL-071"}
+                     "SDPX-VAL-017", "SDPX-VAL-018", "SDPX-VAL-019", "SDPX-VAL-020",
+                     "SDPX-VAL-071", "SDPX-DEF-115", "SDPX-DEF-116"}
     # Each exception is needed: some case is rejected by validate for it alone, and
     # accepted by the schema.
     for check in (*SCHEMA_CANNOT_CHECK, NOT_A_DOCUMENT):
@@ -477,7 +525,8 @@ def test_the_cases_show_every_code_and_every_exception(scratch: Path) -> None:
         assert shown, f"no case shows {check.name!r}"
     # The ids say which cases validate rejects: those named by a code or an exception.
     rejected = {ident for ident, v in got.items() if v.codes}
-    assert rejected == {ident for ident in got if ident.startswith(("0", "sql-", "twice-", "not-"))}
+    assert rejected == {ident for ident in got
+                        if ident.startswith(("0", "sql-", "twice-", "not-", "def-"))}
 
 
 def test_the_docs_list_the_same_exceptions() -> None:
@@ -523,6 +572,24 @@ max_failed = mostly(
         st.text(alphabet="0123456789.% ", max_size=6)),
 )
 
+bound = mostly(st.one_of(st.none(), st.integers(0, 9), st.just(2.0)),
+               st.one_of(odd, st.integers(-3, -1), st.just(2**63)))
+row_count_body = mostly(st.fixed_dictionaries({}, optional={"min": bound, "max": bound}),
+                        st.one_of(odd, st.just({"min": 1, 5: "x"})))
+aggregate = mostly(st.sampled_from(["sum(a) > 0", "count(1) >= 1", "max(b) IS NULL"]),
+                   st.one_of(st.sampled_from(["a > 0", "(sum(a) > 0", "sum(a) OVER () > 0"]),
+                             blank, odd))
+whole_rule = st.builds(
+    lambda required, optional: {**required, **optional},
+    st.one_of(st.fixed_dictionaries({"row_count": row_count_body}),
+              st.fixed_dictionaries({"aggregate": aggregate})),
+    st.fixed_dictionaries({}, optional={
+        "name": name, "failureAction": action, "type": decorator,
+        "max_failed": mostly(st.none(), max_failed), "constraint": mostly(st.none(), constraint),
+        "unique": mostly(st.none(), st.just(["a"])),
+    }),
+)
+
 list_rule = st.builds(
     lambda required, optional, extra: {**required, **optional, **extra},
     mostly(st.fixed_dictionaries({"constraint": constraint}),
@@ -540,7 +607,7 @@ mapping_body = mostly(
     st.one_of(odd, st.sampled_from([{"failureAction": "drop"}, {"type": None}, {7: "x"}])),
 )
 rules = st.one_of(
-    st.lists(mostly(list_rule, odd), max_size=3),
+    st.lists(mostly(st.one_of(list_rule, whole_rule), odd), max_size=3),
     st.dictionaries(mostly(good_sql, st.one_of(bad_sql, blank, st.sampled_from(
         [*GROUPS, "expectations", 2024, True, None, datetime.date(2024, 1, 31)]))),
         mapping_body, max_size=3),

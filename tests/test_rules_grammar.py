@@ -10,7 +10,7 @@ import pytest
 
 from sdp_expect import rules
 from sdp_expect.errors import SdpExpectError
-from sdp_expect.model import Action, Expectation
+from sdp_expect.model import Action, Aggregate, Expectation, RowCount
 from sdp_expect.rules import RuleError, RuleFileError, as_kwargs, check_file, load
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "rules"
@@ -297,7 +297,7 @@ def test_unknown_keys_are_reported_as_warnings_with_the_nearest_known_key(
         "did you mean 'failureAction'?",
         "rule 2: the key 'colour' is not part of the grammar and is ignored; known keys: "
         "name, message, constraint, expression, failureAction, type, tag, tags, max_failed, "
-        "action, unique, references",
+        "action, unique, references, row_count, aggregate",
     )
     mapping = check_file(write(tmp_path, "a > 0:\n  acton: drop\n", "m.yml"))
     assert mapping.warnings == ("rule 'a > 0': the key 'acton' is not part of the grammar "
@@ -751,3 +751,31 @@ def test_check_file_counts_rules_and_keeps_valid_ones() -> None:
     good = rules.check_file(FIXTURES / "tagged.yml")
     assert good.ok and good.rules == 4
     assert good.entries[0].tags == ("bronze", "silver")
+
+
+def test_a_rule_file_gives_rules_on_the_dataset_as_a_whole() -> None:
+    got = [(e.name, e.action, e.whole) for e in load(FIXTURES / "dataset_rules.yml")]
+    assert got == [
+        ("not_empty", FAIL, RowCount(1)),
+        ("not_too_many", WARN, RowCount(1, 10_000_000)),
+        ("ROW COUNT <= 500", WARN, RowCount(max=500)),
+        ("revenue_positive", FAIL, Aggregate("sum(amount) > 0")),
+        ("count_if(status = 'paid') >= 1", WARN, Aggregate("count_if(status = 'paid') >= 1")),
+        ("amount_present", DROP, None),
+        ("order_once", WARN, None),
+    ]
+
+
+def test_each_mistake_in_a_dataset_rule_is_reported_with_its_code() -> None:
+    result = rules.check_file(FIXTURES / "invalid_dataset_rules.yml")
+    assert [(e.code, e.rule) for e in result.errors] == [
+        ("SDPX-VAL-018", "rule 1"), ("SDPX-VAL-020", "rule 2"), ("SDPX-VAL-019", "rule 3"),
+        ("SDPX-DEF-115", "rule 4"), ("SDPX-DEF-116", "rule 5"), ("SDPX-VAL-017", "rule 6")]
+
+
+def test_as_kwargs_passes_rules_on_the_dataset_as_a_whole_as_rule_objects() -> None:
+    got = as_kwargs(load(FIXTURES / "dataset_rules.yml"))
+    assert got["expect_all_or_fail"]["not_empty"] == RowCount(1)
+    assert got["expect_all_or_fail"]["revenue_positive"] == Aggregate("sum(amount) > 0")
+    assert got["expect_all"]["not_too_many"] == RowCount(1, 10_000_000)
+    assert got["expect_all_or_drop"] == {"amount_present": "amount IS NOT NULL"}

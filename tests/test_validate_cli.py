@@ -165,8 +165,8 @@ def test_directory_checks_every_rule_and_sql_file_sorted(tmp_path: Path) -> None
 
 def test_directory_of_fixtures(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "validate", str(FIXTURES))
-    assert code == 1  # invalid.yml is among them
-    assert out.count("[SDPX-VAL-") == 3
+    assert code == 1  # invalid.yml and invalid_dataset_rules.yml are among them
+    assert out.count("[SDPX-VAL-") == 3 + 4 and out.count("[SDPX-DEF-") == 2
     assert out.splitlines()[-1].startswith(f"checked {len(list(FIXTURES.rglob('*.*')))} files")
 
 

@@ -20,7 +20,7 @@ from sdp_expect.dbsql.cursor import _Cursor, _is_name_part, _shown
 from sdp_expect.dbsql.findings import Findings, RuleFileUse
 from sdp_expect.dbsql.statements import DatasetStatement, Position
 from sdp_expect.errors import SdpExpectError
-from sdp_expect.model import QuarantineSpec, parse_tolerance
+from sdp_expect.model import QuarantineSpec, check_whole_rule, parse_tolerance
 from sdp_expect.sqltokens import Token, TokenKind
 
 __all__: list[str] = []
@@ -164,6 +164,9 @@ class _Properties:
                     "from its rule file", dataset=rules.dataset, expectation=name,
                     location=where.at_column(),
                     fix="give the tolerance in one place: the rule file or the table property")
+            if rule.whole is not None:  # SDPX-DEF-116: one verdict, no tolerance
+                check_whole_rule(rule.whole, rule.action, value, rules.dataset, name,
+                                 where.at_column())
             tolerance = parse_tolerance(value, dataset=rules.dataset, expectation=name,
                                         location=where.at_column())
             rules.expectations[at] = dataclasses.replace(rule, max_failed=tolerance)

@@ -55,9 +55,12 @@ def summary_dict(summary: DatasetSummary) -> dict[str, Any]:
     for rule in summary.rules:
         entry = asdict(rule)
         tolerance = {key: entry.pop(key) for key in ("max_failed", "tolerance_exceeded")}
+        # A rule on the dataset as a whole adds its verdict (docs/row-count-rules.md).
+        whole = {key: entry.pop(key) for key in ("observed", "violated")}
         rules.append(dict(entry, total_records=rule.total_records,
                           failure_percentage=None if rule.failure_percentage is None
-                          else round(rule.failure_percentage, 2), **tolerance))
+                          else round(rule.failure_percentage, 2), **tolerance,
+                          **(whole if rule.on_dataset else {})))
     data = asdict(summary)
     data["rules"] = rules
     data["violations"] = [violation_dict(v) for v in summary.violations]

@@ -49,7 +49,9 @@ def _rule(row: Mapping[str, Any]) -> RuleResult:
         constraint=str(row["constraint"]), passed_records=_int(row["passed_records"]),
         failed_records=_int(row["failed_records"]),
         max_failed=_optional_text(row.get("max_failed")),
-        tolerance_exceeded=_optional_bool(row.get("tolerance_exceeded")))
+        tolerance_exceeded=_optional_bool(row.get("tolerance_exceeded")),
+        observed=_optional_text(row.get("observed")),
+        violated=_optional_bool(row.get("violated")))
 
 
 def _dataset_from_table(entry: Mapping[str, Any]) -> DatasetSummary:

@@ -147,6 +147,18 @@ def _tolerance(rule: RuleResult) -> tuple[str, str]:
             f'<td class="tolerance">{cell}</td>')
 
 
+def _observed(rule: RuleResult) -> str:
+    """Under a rule on the dataset as a whole (row count, aggregate): what it observed and
+    its verdict (docs/row-count-rules.md#metrics); nothing for a record rule."""
+    if not rule.on_dataset:
+        return ""
+    observed = "NULL" if rule.observed is None else rule.observed
+    verdict = "not met" if rule.violated else "met"
+    return (f'<div class="observed" data-observed="{_e(observed)}" '
+            f'data-violated="{"true" if rule.violated else "false"}">'
+            f'observed {_e(observed)}: {verdict}</div>')
+
+
 def _rules_table(summary: DatasetSummary) -> str:
     tolerances = summary.has_tolerances
     rows = []
@@ -156,7 +168,7 @@ def _rules_table(summary: DatasetSummary) -> str:
             f'<tr data-rule="{_e(rule.expectation)}" data-passed="{rule.passed_records}" '
             f'data-failed="{rule.failed_records}"{attributes}>'
             f'<td><code>{_e(rule.expectation)}</code>'
-            f'<div class="constraint">{_e(rule.constraint)}</div></td>'
+            f'<div class="constraint">{_e(rule.constraint)}</div>{_observed(rule)}</td>'
             f'<td><span class="action {_e(rule.action)}">{_e(rule.action)}</span></td>'
             f'<td class="bar-cell">{_bar(rule)}</td>'
             f'<td class="num passed-count">{rule.passed_records}</td>'

@@ -32,6 +32,7 @@ __all__ = [
     "STREAMING_METRICS_COMMENT",
     "TOLERANCE_METRICS_COLUMNS",
     "UPDATED",
+    "WHOLE_METRICS_COLUMNS",
     "DatasetSummary",
     "QualityReport",
     "QuarantineInfo",
@@ -47,6 +48,9 @@ METRICS_COLUMNS = names.METRICS_COLUMNS
 TOLERANCE_METRICS_COLUMNS = names.TOLERANCE_METRICS_COLUMNS
 """The columns a metrics table has after :data:`METRICS_COLUMNS` when its dataset has
 tolerances (docs/thresholds.md)."""
+WHOLE_METRICS_COLUMNS = names.WHOLE_METRICS_COLUMNS
+"""The columns a metrics table has at its end when its dataset has a rule on the dataset
+as a whole (docs/row-count-rules.md#metrics)."""
 FAILED_EXPECTATIONS = names.FAILED_EXPECTATIONS_COLUMN
 """The quarantine's column with the names of the rules a record violated."""
 QUARANTINE_COMMENT = re.compile(
@@ -89,6 +93,10 @@ class RuleResult:
     :param tolerance_exceeded: Whether ``failed_records`` exceeds it; ``None`` without a
         tolerance. Only a warn rule's can be true: a fail or drop rule over its tolerance
         fails the update, which records no metrics.
+    :param observed: A rule on the dataset as a whole (row count, aggregate): what it
+        observed (the count; ``true``, ``false`` or ``None``); ``None`` for a record rule.
+    :param violated: A rule on the dataset as a whole: its verdict; ``None`` for a record
+        rule (docs/row-count-rules.md#metrics).
     """
 
     expectation: str
@@ -98,6 +106,13 @@ class RuleResult:
     failed_records: int
     max_failed: Optional[str] = None
     tolerance_exceeded: Optional[bool] = None
+    observed: Optional[str] = None
+    violated: Optional[bool] = None
+
+    @property
+    def on_dataset(self) -> bool:
+        """True for a rule on the dataset as a whole (its metrics row has a verdict)."""
+        return self.violated is not None
 
     @property
     def total_records(self) -> int:

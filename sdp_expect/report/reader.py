@@ -40,6 +40,7 @@ from sdp_expect.report.model import (
     QUARANTINE_COMMENT,
     TOLERANCE_METRICS_COLUMNS,
     UPDATED,
+    WHOLE_METRICS_COLUMNS,
     QualityReport,
     ReadError,
     TableReading,
@@ -212,7 +213,8 @@ def _collect(spark: Any, *, catalog: Optional[str], database: Optional[str],
         if not set(METRICS_COLUMNS) <= set(frame.columns):
             continue
         columns = [*METRICS_COLUMNS,
-                   *(c for c in TOLERANCE_METRICS_COLUMNS if c in frame.columns)]
+                   *(c for c in (*TOLERANCE_METRICS_COLUMNS, *WHOLE_METRICS_COLUMNS)
+                     if c in frame.columns)]
         rows = [_json_ready(row.asDict(recursive=True))
                 for row in frame.select(*columns).collect()]
         metrics.append({"table": name, "comment": tables[name], "rows": rows})

@@ -135,12 +135,28 @@ def _rule_table(summary: DatasetSummary, color: bool) -> list[str]:
 
     out = [line(header, ["dim"] * len(header))]
     for rule, cells in zip(summary.rules, rows, strict=True):
-        bad = rule.failed_records > 0
+        bad = rule.failed_records > 0 or bool(rule.violated)
         style = _ACTION_STYLE.get(rule.action) if bad else None
         styles = [None, _ACTION_STYLE.get(rule.action), None, style, style]
         if tolerances:
             styles.append("bold yellow" if rule.tolerance_exceeded else None)
         out.append(line(cells, styles))
+    out.extend(_whole_lines(summary, color))
+    return out
+
+
+def _whole_lines(summary: DatasetSummary, color: bool) -> list[str]:
+    """Under the rules table, per rule on the dataset as a whole (row count, aggregate):
+    what it observed and whether it was met (docs/row-count-rules.md#metrics)."""
+    out = []
+    for rule in summary.rules:
+        if not rule.on_dataset:
+            continue
+        observed = "NULL" if rule.observed is None else rule.observed
+        verdict = "NOT MET" if rule.violated else "met"
+        out.append("    " + paint(
+            f"{rule.expectation}: {rule.constraint}: observed {observed}, {verdict}",
+            (_ACTION_STYLE.get(rule.action) or "bold") if rule.violated else "dim", color))
     return out
 
 

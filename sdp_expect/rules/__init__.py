@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Union
 
 from sdp_expect.errors import Location, SdpExpectError
-from sdp_expect.model import Action, DatasetCheck, Expectation, RuleNames
+from sdp_expect.model import Action, DatasetCheck, Expectation, RuleNames, WholeCheck
 from sdp_expect.rules.describe import kind_of
 from sdp_expect.rules.document import (
     MAX_ALIAS_EXPANSION,
@@ -139,18 +139,20 @@ def load(
 
 
 def as_kwargs(expectations: Iterable[Expectation]
-              ) -> dict[str, dict[str, Union[str, DatasetCheck]]]:
+              ) -> dict[str, dict[str, Union[str, DatasetCheck, WholeCheck]]]:
     """Group rules into the keyword arguments of ``expect_all*`` / ``create_streaming_table``.
 
     :param expectations: The rules, e.g. from :func:`load`.
     :returns: ``{"expect_all": {...}, "expect_all_or_drop": {...},
         "expect_all_or_fail": {...}}`` holding only the non-empty ones, each
         ``{name: constraint}`` in the order given (a key rule's value is the rule itself,
-        :func:`~sdp_expect.pipelines.unique` / :func:`~sdp_expect.pipelines.references`).
+        :func:`~sdp_expect.pipelines.unique` / :func:`~sdp_expect.pipelines.references`,
+        and a row count's or aggregate's, :func:`~sdp_expect.pipelines.row_count` /
+        :func:`~sdp_expect.pipelines.aggregate`).
     :raises SdpExpectError: SDPX-VAL-071 when two rules share a name; SDPX-DEF-113 for a
         rule with a tolerance (``max_failed``), which the dicts cannot carry.
     """
-    grouped: dict[str, dict[str, Union[str, DatasetCheck]]] = {
+    grouped: dict[str, dict[str, Union[str, DatasetCheck, WholeCheck]]] = {
         action.group_decorator: {} for action in Action}
     names = RuleNames()
     for expectation in expectations:
@@ -167,6 +169,6 @@ def as_kwargs(expectations: Iterable[Expectation]
                 "@dp.expect_from_file(path), which keeps each rule's tolerance, or remove "
                 "max_failed from the rule")
         group = Action(expectation.action).group_decorator  # also an action given as text
-        check = expectation.check
-        grouped[group][expectation.name] = expectation.constraint if check is None else check
+        rule = expectation.check or expectation.whole
+        grouped[group][expectation.name] = expectation.constraint if rule is None else rule
     return {key: rules for key, rules in grouped.items() if rules}

@@ -17,11 +17,14 @@ from sdp_expect.model import (
     DECORATORS,
     GROUP_DECORATORS,
     Action,
+    Aggregate,
     DatasetCheck,
     Expectation,
     Reference,
+    RowCount,
     RuleNames,
     UniqueKey,
+    WholeCheck,
     either,
     make_expectation,
     parse_action,
@@ -39,8 +42,13 @@ _GROUPS: dict[str, Action] = {**DECORATORS, **GROUP_DECORATORS}
 _TYPES = DECORATORS
 _WRAPPER = "expectations"
 _LIST_KEYS = ("name", "message", "constraint", "expression", "failureAction", "type", "tag",
-              "tags", "max_failed", "action", "unique", "references")
+              "tags", "max_failed", "action", "unique", "references", "row_count",
+              "aggregate")
 _REFERENCE_KEYS = ("dataset", "columns", "to")
+_ROW_COUNT_KEYS = ("min", "max")
+_RULE_KINDS = ("unique", "references", "row_count", "aggregate")
+"""The keys that give a rule in place of a constraint (docs/dataset-rules.md,
+docs/row-count-rules.md, docs/aggregate-rules.md)."""
 _MAPPING_KEYS = ("action", "name", "failureAction", "type", "max_failed")
 
 
@@ -240,19 +248,28 @@ class Reader:
                        max_failed=entry.get("max_failed"))
 
     def key_rule(self, entry: dict[Any, Any], place: Location, has_constraint: bool
-                 ) -> tuple[Optional[DatasetCheck], bool]:
-        """The entry's key rule (``unique: [cols]`` or ``references: {dataset, columns,
-        to}``, docs/dataset-rules.md), and whether it is malformed (an error reported).
-        A null value counts as absent."""
-        given = [key for key in ("unique", "references") if entry.get(key) is not None]
+                 ) -> tuple[Optional[DatasetCheck | WholeCheck], bool]:
+        """The entry's rule in place of a constraint: a key rule (``unique: [cols]`` or
+        ``references: {dataset, columns, to}``, docs/dataset-rules.md), a row count
+        (``row_count: {min, max}``) or an aggregate (``aggregate: "sum(a) > 0"``); and
+        whether it is malformed (an error reported). A null value counts as absent."""
+        given = [key for key in _RULE_KINDS if entry.get(key) is not None]
         if not given:
             return None, False
         if has_constraint or len(given) > 1:
             both = ["constraint", *given] if has_constraint else given
             self.error("SDPX-VAL-017", f"the rule has {' and '.join(both)}", place,
-                       fix="give each rule one of constraint, unique and references: write "
-                       "two rules to check two things")
+                       fix="give each rule one of constraint, unique, references, row_count "
+                       "and aggregate: write two rules to check two things")
             return None, True
+        if given == ["row_count"]:
+            return self.row_count(entry["row_count"], place)
+        if given == ["aggregate"]:
+            expression = entry["aggregate"]
+            if not isinstance(expression, str):
+                self.not_text("aggregate", expression, place, "aggregate: {}")
+                return None, True
+            return Aggregate(expression), False
         if given == ["unique"]:
             columns = self.column_list(entry["unique"], "unique", place)
             return (None, True) if columns is None else (UniqueKey(columns), False)
@@ -269,6 +286,21 @@ class Reader:
         if columns is None or to is None:
             return None, True
         return Reference(body.get("dataset"), columns, to), False  # type: ignore[arg-type]
+
+    def row_count(self, body: object, place: Location) -> tuple[Optional[RowCount], bool]:
+        """``row_count: {min, max}`` (docs/row-count-rules.md): the bounds are checked by
+        the model (SDPX-VAL-018); a whole number written with a point (``1.0``) is that
+        number, as JSON reads it."""
+        if not isinstance(body, dict):
+            self.error("SDPX-VAL-008", f"row_count is {kind_of(body)}, not a mapping", place,
+                       fix="write row_count: {min: 1} or row_count: {min: 1, max: 10000000}")
+            return None, True
+        self.check_body(body, place, _ROW_COUNT_KEYS)
+
+        def bound(value: Any) -> Any:
+            return int(value) if isinstance(value, float) and value.is_integer() else value
+
+        return RowCount(bound(body.get("min")), bound(body.get("max"))), False
 
     def column_list(self, value: object, what: str, place: Location
                     ) -> Optional[tuple[str, ...]]:
@@ -414,7 +446,7 @@ class Reader:
     # -- one rule --------------------------------------------------------------------
 
     def build(self, place: Location, name: Optional[str],
-              constraint: Optional[str | DatasetCheck],
+              constraint: Optional[str | DatasetCheck | WholeCheck],
               action: Action, tags: tuple[str, ...], *, ok: bool, claim: bool = True,
               max_failed: object = None) -> None:
         """Check one rule's parts and keep it when the whole rule is valid.
@@ -426,7 +458,7 @@ class Reader:
         :param claim: False when the name was invalid: skip the duplicate-name check.
         :param max_failed: The rule's tolerance as written (docs/thresholds.md), or None.
         """
-        if isinstance(constraint, (UniqueKey, Reference)):
+        if isinstance(constraint, (UniqueKey, Reference, RowCount, Aggregate)):
             if name is None:
                 try:  # its text, as the metrics show it
                     name = constraint.text
