@@ -192,28 +192,33 @@ def _print_rows(rows: list[dict[str, Any]], form: str) -> None:
 
 
 def record_run_history(project: Project, invocation: Invocation, report: QualityReport, *,
-                       token: Optional[str]) -> bool:
+                       token: Optional[str], recent_updates: Optional[int] = None,
+                       ) -> tuple[bool, Optional[HistoryWrite]]:
     """After ``sdp-expect run``'s summary: append this run's rows to the history, through
     the server the summary was read through. The datasets recorded are those the report
     shows as updated by this run. A failure is said on stderr.
 
-    :returns: False when the history could not be written.
+    :param recent_updates: Also read back, in the same session, the rows that compare
+        this update with its ``recent_updates`` recent ones (:attr:`HistoryWrite.recent`).
+    :returns: False when the history could not be written; what was written (``None``
+        when nothing was to be recorded, or on failure).
     """
     tables = updated_metrics_tables(report)
     if not tables:
-        return True
+        return True, None
     options: dict[str, Any] = {
         "pipeline": project.name, "catalog": project.catalog, "database": project.database,
-        "table_format": _format(project, dict(invocation.confs)), "metrics_tables": tables}
+        "table_format": _format(project, dict(invocation.confs)), "metrics_tables": tables,
+        "recent_updates": recent_updates}
     try:
         if invocation.server_url and token is not None:
-            record_through(invocation.server_url, token, **options)
+            written = record_through(invocation.server_url, token, **options)
         elif not invocation.local and invocation.remote:
-            record_through(invocation.remote, None, **options)
+            written = record_through(invocation.remote, None, **options)
         else:
-            record_in_own_process(project.folder, invocation.confs, **options)
+            written = record_in_own_process(project.folder, invocation.confs, **options)
     except HistoryError as error:
         write_text(sys.stderr, f"sdp-expect run: cannot write the history table "
                    f"{names.HISTORY_TABLE}: {error}\n")
-        return False
-    return True
+        return False, None
+    return True, written

@@ -23,7 +23,13 @@ import time
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence, TextIO
 
-from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, write_text
+from sdp_expect.cli.exit_codes import (
+    EXIT_ALERT,
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    EXIT_USAGE,
+    write_text,
+)
 from sdp_expect.cli.history import record_run_history
 from sdp_expect.cli.local_server import (
     ServerProblem,
@@ -34,12 +40,21 @@ from sdp_expect.cli.local_server import (
 from sdp_expect.cli.progress import MODES, Progress, choose_mode
 from sdp_expect.cli.run_output import Definitions
 from sdp_expect.cli.spark_pipelines import Invocation, Outcome, build_command, run_pipeline
+from sdp_expect.cli.webhook import Delivery, post_alert
 from sdp_expect.definitions import DEFINITIONS_VARIABLE
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.layout import layout_problems
 from sdp_expect.project import Project, UsageProblem, find_spec, load_project
+from sdp_expect.report.alerts import (
+    Alert,
+    AlertSettings,
+    evaluate_alerts,
+    read_alert_settings,
+    webhook_url_problem,
+)
 from sdp_expect.report.as_json import report_dict, tolerance_failure_dict, violation_dict
 from sdp_expect.report.build import build_report
+from sdp_expect.report.comparison import add_trends, alert_lines, comparison_lines, this_update
 from sdp_expect.report.model import DEFAULT_SAMPLE, QualityReport, ReadError
 from sdp_expect.report.reader import (
     prepare_reading,
@@ -54,6 +69,7 @@ from sdp_expect.report.text import (
     use_color,
     violation_lines,
 )
+from sdp_expect.report.trends import RECENT_UPDATES, RuleTrend, rule_trends
 
 __all__ = [
     "DRY_RUN_DESCRIPTION",
@@ -91,9 +107,15 @@ Spark: the run starts a local Spark Connect server of its own on a free port
 (runs of other projects go on at the same time), or uses the project's warm
 server when `sdp-expect serve` keeps one (a re-run then skips Spark's start).
 
+After the summary, each rule's failure rate is compared with its recent rate
+(the pooled rate of its last 5 earlier updates in the history table), and the
+alerts declared in the pipeline settings (sdp_expect.alert.*: max_rate,
+max_rise, min_records, webhook) are checked and shown (docs/alerts.md).
+
 Exit status: 0 the run completed and no expectation failed; 1 the pipeline or
 an expectation failed (or the summary could not be read, or the history table
-not written); 2 usage error.
+not written); 2 usage error; 4 with --fail-on alert: the run succeeded and an
+alert fired.
 """
 
 DRY_RUN_DESCRIPTION = """\
@@ -155,6 +177,13 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, summary: bool) -> N
         parser.add_argument("--sample", type=int, default=DEFAULT_SAMPLE, metavar="N",
                             help="quarantined records read per dataset "
                             f"(default: {DEFAULT_SAMPLE})")
+        parser.add_argument("--fail-on", choices=("alert",), dest="fail_on",
+                            help="alert: exit with status 4 when the run succeeded but an "
+                            "alert fired (for CI; docs/alerts.md)")
+        parser.add_argument("--alert-webhook", metavar="URL", dest="alert_webhook",
+                            help="POST each alert that fires, as JSON, to this URL (instead "
+                            "of the setting sdp_expect.alert.webhook); a failed POST is "
+                            "reported and does not change the exit status")
 
 
 def add_wait_argument(parser: argparse.ArgumentParser) -> None:
@@ -228,7 +257,8 @@ def summarize_run(project: Project, outcome: Outcome, sample: int, *,
                                                         else "FAILED"))
 
 
-def _final_line(action: str, outcome: Outcome, status: int, color: bool) -> str:
+def _final_line(action: str, outcome: Outcome, status: int, color: bool,
+                alerts: int = 0) -> str:
     state = outcome.events.run_state or ("COMPLETED" if outcome.returncode == 0 else "FAILED")
     count = len(outcome.events.violations)
     text = f"sdp-expect {action}: {state}"
@@ -238,6 +268,8 @@ def _final_line(action: str, outcome: Outcome, status: int, color: bool) -> str:
     if over:
         text += (f", {over} flow{'s' if over != 1 else ''} over "
                  f"{'their' if over != 1 else 'its'} tolerance")
+    if alerts:
+        text += f", {alerts} alert{'s' if alerts != 1 else ''}"
     text += f" (exit status {status})"
     return "\n" + paint(text, "bold green" if status == 0 else "bold red", color) + "\n"
 
@@ -252,6 +284,16 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
         write_text(sys.stderr, f"sdp-expect {action}: error: {problem}\n")
         return EXIT_USAGE
     as_json = args.format == "json"
+    alerting = not dry and not args.no_summary
+    settings = AlertSettings()
+    if not dry:
+        try:
+            settings = _alert_settings(project, args)
+        except SdpExpectError as error:
+            return _refuse_settings(action, project, error, as_json)
+        except UsageProblem as problem:
+            write_text(sys.stderr, f"sdp-expect {action}: error: {problem}\n")
+            return EXIT_USAGE
     misplaced = layout_problems(project.spec)
     if misplaced:
         return _refuse_layout(action, project, misplaced, as_json)
@@ -271,6 +313,8 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
         events_out, mode, color=color, write=write_text,
         waiting="checking the pipeline's definitions" if dry else "no flow reported yet")
     report: Optional[QualityReport] = None
+    trends: list[RuleTrend] = []
+    alerts: list[Alert] = []
     with open(log_path, "w", encoding="utf-8", errors="replace") as log, \
             interrupted_by_signals():
         try:
@@ -301,15 +345,27 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
                         report = summarize_run(project, outcome, args.sample,
                                                token=server.record.token if server else None)
                         save_history(project.folder, report)
-                        if not record_run_history(project, outcome.invocation, report,
-                                                  token=server.record.token if server else None):
+                        recorded, written = record_run_history(
+                            project, outcome.invocation, report,
+                            token=server.record.token if server else None,
+                            recent_updates=RECENT_UPDATES)
+                        if not recorded:
                             status = status or EXIT_PROBLEMS
+                        elif written is not None:
+                            trends = this_update(rule_trends(written.recent,
+                                                             pipeline=project.name),
+                                                 written.update_id)
+                            alerts = evaluate_alerts(settings, trends,
+                                                     update_id=written.update_id)
                     except ReadError as error:
                         write_text(sys.stderr, f"sdp-expect run: cannot read the metrics "
                                    f"tables: {error}\n")
                         status = status or EXIT_PROBLEMS
         except ServerProblem as problem:
             return _no_server(action, project, problem, log_path, as_json)
+    if alerts and args.fail_on == "alert" and status == EXIT_OK:
+        status = EXIT_ALERT
+    deliveries = _deliver(alerts, settings.webhook, color)
     if as_json:
         document: dict[str, Any] = {"command": action, "spec": str(project.spec),
                                     "exit_code": status,
@@ -323,14 +379,21 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
                                     "definition_errors": Definitions.read(definitions).errors}
         if report is not None:
             document.update(report_dict(report))
+            add_trends(document, trends)
         else:
             document["violations"] = [violation_dict(v) for v in outcome.events.violations]
             document["tolerance_failures"] = [tolerance_failure_dict(f) for f
                                               in outcome.events.tolerance_failures]
+        if alerting:
+            document["alerts"] = [alert.as_dict() for alert in alerts]
+            document["alert_deliveries"] = [d.as_dict() for d in deliveries]
         write_text(sys.stdout, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
         return status
     if report is not None:
         write_text(sys.stdout, "\n" + to_text(report, color=color))
+        extra = comparison_lines(trends, color=color) + alert_lines(alerts, color=color)
+        if extra:
+            write_text(sys.stdout, "\n".join(extra) + "\n")
     elif outcome.events.violations or outcome.events.tolerance_failures:
         title = ("== Expectation violations" if outcome.events.violations
                  else "== Expectations over their tolerance")
@@ -343,8 +406,58 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
             lines.extend(tolerance_lines(failure, color, "  "))
         write_text(sys.stdout, "\n".join(lines) + "\n")
     write_text(sys.stdout, paint(f"full log: {_shown_path(log_path)}\n", "dim", color))
-    write_text(sys.stdout, _final_line(action, outcome, status, color))
+    write_text(sys.stdout, _final_line(action, outcome, status, color, len(alerts)))
     return status
+
+
+def _alert_settings(project: Project, args: argparse.Namespace) -> AlertSettings:
+    """The pipeline's alert settings, the webhook given on the command line winning.
+
+    :raises SdpExpectError: SDPX-CFG-202 for a setting it cannot read.
+    :raises UsageProblem: for a bad ``--alert-webhook``, or ``--fail-on alert`` with
+        ``--no-summary`` (no summary, no alerts).
+    """
+    settings = read_alert_settings(project.configuration)
+    url = args.alert_webhook
+    if url is not None:
+        problem = webhook_url_problem(url)
+        if problem:
+            raise UsageProblem(f"--alert-webhook {url!r} {problem}")
+        settings = AlertSettings(values=settings.values, webhook=url)
+    if args.no_summary and (args.fail_on or url):
+        raise UsageProblem("--fail-on alert and --alert-webhook need the summary: alerts are "
+                           "checked after it (leave out --no-summary)")
+    return settings
+
+
+def _deliver(alerts: list[Alert], url: Optional[str], color: bool) -> list[Delivery]:
+    """POST each alert to the webhook, if any; a failed POST is said on stderr."""
+    if not url:
+        return []
+    deliveries = [post_alert(url, alert.as_dict()) for alert in alerts]
+    for delivery in deliveries:
+        if not delivery.ok:
+            write_text(sys.stderr, paint(
+                f"sdp-expect run: the alert {delivery.kind} of {delivery.dataset}."
+                f"{delivery.expectation} was not delivered to the webhook {url}: "
+                f"{delivery.error} (the exit status does not change)\n", "yellow", color))
+    return deliveries
+
+
+def _refuse_settings(action: str, project: Project, error: SdpExpectError,
+                     as_json: bool) -> int:
+    """An alert setting sdp-expect cannot read: said with its code before anything runs."""
+    if as_json:
+        write_text(sys.stdout, json.dumps({
+            "command": action, "spec": str(project.spec), "exit_code": EXIT_USAGE,
+            "status": "NOT_STARTED", "flows": {}, "rule_errors": [],
+            "definition_errors": [], "setting_errors": [error.as_dict()]},
+            indent=2, ensure_ascii=False) + "\n")
+    else:
+        write_text(sys.stderr, f"{error.render()}\n")
+        write_text(sys.stderr, f"sdp-expect {action}: not started: an alert setting of "
+                   f"{project.spec.name} cannot be read\n")
+    return EXIT_USAGE
 
 
 def _now() -> str:
