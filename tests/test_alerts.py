@@ -13,8 +13,11 @@ from cli_helpers import WebhookReceiver, closed_port
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sdp_expect.cli.webhook import post_alert
+from sdp_expect.cli.exit_codes import EXIT_ALERT, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
+from sdp_expect.cli.run import status_with_alerts
+from sdp_expect.cli.webhook import alert_settings, post_alert
 from sdp_expect.errors import SdpExpectError
+from sdp_expect.project import UsageProblem
 from sdp_expect.report.alerts import (
     MESSAGE_SCHEMA,
     evaluate_alerts,
@@ -258,3 +261,21 @@ def _post_three(receiver: WebhookReceiver) -> None:
     refused = post_alert(f"http://127.0.0.1:{closed_port()}/", message, timeout=2)
     assert not refused.ok and refused.status is None and refused.error
     assert refused.as_dict()["dataset"] == "orders"
+
+
+def test_fail_on_alert_gives_4_only_when_nothing_else_failed() -> None:
+    assert EXIT_ALERT not in (EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, 3, 130)
+    assert status_with_alerts(EXIT_OK, 2, "alert") == EXIT_ALERT
+    assert status_with_alerts(EXIT_OK, 0, "alert") == EXIT_OK
+    assert status_with_alerts(EXIT_OK, 2, None) == EXIT_OK
+    assert status_with_alerts(EXIT_PROBLEMS, 2, "alert") == EXIT_PROBLEMS
+    assert status_with_alerts(EXIT_USAGE, 1, "alert") == EXIT_USAGE
+
+
+def test_the_command_line_webhook_wins_and_is_checked() -> None:
+    configuration = {P + "webhook": "https://a.example.com/x", P + "max_rate": "1%"}
+    assert alert_settings(configuration, None).webhook == "https://a.example.com/x"
+    chosen = alert_settings(configuration, "http://127.0.0.1:9/y")
+    assert chosen.webhook == "http://127.0.0.1:9/y" and chosen.declared
+    with pytest.raises(UsageProblem, match="--alert-webhook 'localhost:9' is not an http"):
+        alert_settings(configuration, "localhost:9")

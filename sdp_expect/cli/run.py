@@ -40,18 +40,12 @@ from sdp_expect.cli.local_server import (
 from sdp_expect.cli.progress import MODES, Progress, choose_mode
 from sdp_expect.cli.run_output import Definitions
 from sdp_expect.cli.spark_pipelines import Invocation, Outcome, build_command, run_pipeline
-from sdp_expect.cli.webhook import Delivery, post_alert
+from sdp_expect.cli.webhook import alert_settings, deliver
 from sdp_expect.definitions import DEFINITIONS_VARIABLE
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.layout import layout_problems
 from sdp_expect.project import Project, UsageProblem, find_spec, load_project
-from sdp_expect.report.alerts import (
-    Alert,
-    AlertSettings,
-    evaluate_alerts,
-    read_alert_settings,
-    webhook_url_problem,
-)
+from sdp_expect.report.alerts import Alert, AlertSettings, evaluate_alerts
 from sdp_expect.report.as_json import report_dict, tolerance_failure_dict, violation_dict
 from sdp_expect.report.build import build_report
 from sdp_expect.report.comparison import add_trends, alert_lines, comparison_lines, this_update
@@ -82,6 +76,7 @@ __all__ = [
     "add_wait_argument",
     "command_run",
     "exit_status",
+    "status_with_alerts",
     "summarize_run",
 ]
 
@@ -363,9 +358,9 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
                         status = status or EXIT_PROBLEMS
         except ServerProblem as problem:
             return _no_server(action, project, problem, log_path, as_json)
-    if alerts and args.fail_on == "alert" and status == EXIT_OK:
-        status = EXIT_ALERT
-    deliveries = _deliver(alerts, settings.webhook, color)
+    status = status_with_alerts(status, len(alerts), args.fail_on if alerting else None)
+    deliveries = deliver([alert.as_dict() for alert in alerts], settings.webhook,
+                         command=f"sdp-expect {action}", stderr=sys.stderr)
     if as_json:
         document: dict[str, Any] = {"command": action, "spec": str(project.spec),
                                     "exit_code": status,
@@ -410,38 +405,26 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
     return status
 
 
+def status_with_alerts(status: int, alerts: int, fail_on: Optional[str]) -> int:
+    """The exit status once the alerts are known: :data:`EXIT_ALERT` (4) when asked for
+    (``fail_on == "alert"``), some alert fired and nothing else failed; every other status
+    wins over it (1 a failed run, 2 a usage error)."""
+    if fail_on == "alert" and alerts and status == EXIT_OK:
+        return EXIT_ALERT
+    return status
+
+
 def _alert_settings(project: Project, args: argparse.Namespace) -> AlertSettings:
-    """The pipeline's alert settings, the webhook given on the command line winning.
+    """The pipeline's alert settings and ``--alert-webhook`` (:func:`alert_settings`).
 
     :raises SdpExpectError: SDPX-CFG-202 for a setting it cannot read.
-    :raises UsageProblem: for a bad ``--alert-webhook``, or ``--fail-on alert`` with
-        ``--no-summary`` (no summary, no alerts).
+    :raises UsageProblem: for a bad ``--alert-webhook``, or ``--fail-on alert`` or
+        ``--alert-webhook`` with ``--no-summary`` (no summary, no alerts).
     """
-    settings = read_alert_settings(project.configuration)
-    url = args.alert_webhook
-    if url is not None:
-        problem = webhook_url_problem(url)
-        if problem:
-            raise UsageProblem(f"--alert-webhook {url!r} {problem}")
-        settings = AlertSettings(values=settings.values, webhook=url)
-    if args.no_summary and (args.fail_on or url):
+    if args.no_summary and (args.fail_on or args.alert_webhook):
         raise UsageProblem("--fail-on alert and --alert-webhook need the summary: alerts are "
                            "checked after it (leave out --no-summary)")
-    return settings
-
-
-def _deliver(alerts: list[Alert], url: Optional[str], color: bool) -> list[Delivery]:
-    """POST each alert to the webhook, if any; a failed POST is said on stderr."""
-    if not url:
-        return []
-    deliveries = [post_alert(url, alert.as_dict()) for alert in alerts]
-    for delivery in deliveries:
-        if not delivery.ok:
-            write_text(sys.stderr, paint(
-                f"sdp-expect run: the alert {delivery.kind} of {delivery.dataset}."
-                f"{delivery.expectation} was not delivered to the webhook {url}: "
-                f"{delivery.error} (the exit status does not change)\n", "yellow", color))
-    return deliveries
+    return alert_settings(project.configuration, args.alert_webhook)
 
 
 def _refuse_settings(action: str, project: Project, error: SdpExpectError,

@@ -13,11 +13,13 @@ import json
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence, TextIO
 
-from sdp_expect.cli.exit_codes import version
+from sdp_expect.cli.exit_codes import version, write_text
+from sdp_expect.project import UsageProblem
+from sdp_expect.report.alerts import AlertSettings, read_alert_settings, webhook_url_problem
 
-__all__ = ["TIMEOUT_SECONDS", "Delivery", "post_alert"]
+__all__ = ["TIMEOUT_SECONDS", "Delivery", "alert_settings", "deliver", "post_alert"]
 
 TIMEOUT_SECONDS = 5.0
 """How long one POST may take (connecting and answering) before it counts as failed."""
@@ -50,6 +52,22 @@ class Delivery:
                 "kind": self.kind, "ok": self.ok, "status": self.status, "error": self.error}
 
 
+def alert_settings(configuration: Mapping[str, str], webhook: Optional[str]) -> AlertSettings:
+    """The pipeline's alert settings, a webhook given on the command line (``webhook``)
+    winning over the setting's.
+
+    :raises SdpExpectError: SDPX-CFG-202 for a setting it cannot read.
+    :raises UsageProblem: for a ``webhook`` that is not an http(s) URL.
+    """
+    settings = read_alert_settings(configuration)
+    if webhook is None:
+        return settings
+    problem = webhook_url_problem(webhook)
+    if problem:
+        raise UsageProblem(f"--alert-webhook {webhook!r} {problem}")
+    return AlertSettings(values=settings.values, webhook=webhook)
+
+
 def post_alert(url: str, message: Mapping[str, Any], *,
                timeout: float = TIMEOUT_SECONDS) -> Delivery:
     """POST ``message`` (an alert's JSON) to ``url``; the outcome, never an exception."""
@@ -74,3 +92,18 @@ def post_alert(url: str, message: Mapping[str, Any], *,
     if not 200 <= status < 300:
         return failed(f"HTTP {status}", status)
     return Delivery(url, dataset, expectation, kind, ok=True, status=status)
+
+
+def deliver(messages: Sequence[Mapping[str, Any]], url: Optional[str], *, command: str,
+            stderr: TextIO) -> list[Delivery]:
+    """POST each alert's JSON to the webhook ``url``, if any; each failed POST is said on
+    ``stderr`` (``command`` names who says it). The outcomes, in order."""
+    if not url:
+        return []
+    deliveries = [post_alert(url, message) for message in messages]
+    for delivery in deliveries:
+        if not delivery.ok:
+            write_text(stderr, f"{command}: the alert {delivery.kind} of {delivery.dataset}."
+                       f"{delivery.expectation} was not delivered to the webhook {url}: "
+                       f"{delivery.error} (the exit status does not change)\n")
+    return deliveries
