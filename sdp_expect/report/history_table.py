@@ -293,9 +293,15 @@ def record_history(spark: Any, *, pipeline: str, catalog: Optional[str] = None,
         written.datasets = [str(row["dataset"]) for row in counted]
         written.rows = sum(int(row["n"]) for row in counted)
         if recent_updates is not None and written.rows:
-            written.recent = read_recent(spark, pipeline=pipeline, update_id=update_id,
-                                         catalog=catalog, database=database,
-                                         updates=recent_updates)
+            try:
+                written.recent = read_recent(spark, pipeline=pipeline, update_id=update_id,
+                                             catalog=catalog, database=database,
+                                             updates=recent_updates)
+            except Exception as error:
+                first = str(error).strip().splitlines()[:1] or [type(error).__name__]
+                raise HistoryError(f"the rows were written (update {update_id}), but the "
+                                   f"recent updates could not be read back: {first[0]}"
+                                   ) from error
         return written
     except HistoryError:
         raise
@@ -328,16 +334,21 @@ def read_history(spark: Any, *, catalog: Optional[str] = None,
 
 
 def recent_sql(table: str, updates: int) -> str:
-    """The query of :func:`read_recent` (parameters ``:pipeline`` and ``:update``)."""
+    """The query of :func:`read_recent` (parameters ``:pipeline`` and ``:update``): per
+    rule of the update, its rows up to the update (by time, then id, as
+    :func:`~sdp_expect.report.trends.rule_trends` orders them) that are the update's or
+    checked records, the newest ``updates + 1``."""
     columns = ", ".join(_quoted(name) for name, _ in HISTORY_COLUMNS)
     return (
-        f"WITH this AS (SELECT DISTINCT dataset, expectation FROM {table} "
-        "WHERE pipeline = :pipeline AND update_id = :update), "
-        f"ranked AS (SELECT h.*, row_number() OVER (PARTITION BY h.dataset, h.expectation "
+        f"WITH this AS (SELECT dataset, expectation, max(update_time) AS t FROM {table} "
+        "WHERE pipeline = :pipeline AND update_id = :update GROUP BY dataset, expectation), "
+        "ranked AS (SELECT h.*, row_number() OVER (PARTITION BY h.dataset, h.expectation "
         "ORDER BY h.update_time DESC, h.update_id DESC) AS _rank "
-        f"FROM {table} h LEFT SEMI JOIN this "
+        f"FROM {table} h JOIN this "
         "ON h.dataset = this.dataset AND h.expectation = this.expectation "
-        "WHERE h.pipeline = :pipeline AND (h.update_id = :update OR h.total_records > 0)) "
+        "WHERE h.pipeline = :pipeline "
+        "AND (h.update_time < this.t OR (h.update_time = this.t AND h.update_id <= :update)) "
+        "AND (h.update_id = :update OR h.total_records > 0)) "
         f"SELECT {columns} FROM ranked WHERE _rank <= {int(updates) + 1} "
         "ORDER BY update_time DESC, dataset, expectation")
 
