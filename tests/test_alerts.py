@@ -4,12 +4,14 @@ webhook's POST (cli.webhook), without Spark (docs/alerts.md)."""
 from __future__ import annotations
 
 import datetime
+import json
 from decimal import Decimal
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import WebhookReceiver, closed_port
+from cli_helpers import WebhookReceiver, closed_port, sdp_expect
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -279,3 +281,20 @@ def test_the_command_line_webhook_wins_and_is_checked() -> None:
     assert chosen.webhook == "http://127.0.0.1:9/y" and chosen.declared
     with pytest.raises(UsageProblem, match="--alert-webhook 'localhost:9' is not an http"):
         alert_settings(configuration, "localhost:9")
+
+
+def test_run_refuses_a_bad_setting_before_spark_starts(tmp_path: Path) -> None:
+    (tmp_path / "spark-pipeline.yml").write_text(
+        "name: p\nconfiguration:\n  sdp_expect.alert.orders.max_rate: 5\nlibraries: []\n")
+    done = sdp_expect("run", "--spec", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == EXIT_USAGE, done.stdout + done.stderr
+    assert "[SDPX-CFG-202] sdp_expect.alert.orders.max_rate = '5' is a count" in done.stderr
+    as_json = sdp_expect("run", "--spec", str(tmp_path), "--format", "json", cwd=tmp_path)
+    assert json.loads(as_json.stdout)["setting_errors"][0]["code"] == "SDPX-CFG-202"
+    (tmp_path / "spark-pipeline.yml").write_text("name: p\nlibraries: []\n")
+    done = sdp_expect("run", "--spec", str(tmp_path), "--no-summary", "--fail-on", "alert",
+                      cwd=tmp_path)
+    assert done.returncode == EXIT_USAGE and "need the summary" in done.stderr
+    done = sdp_expect("history", "alerts", "--spec", str(tmp_path), "--alert-webhook", "x",
+                      cwd=tmp_path)
+    assert done.returncode == EXIT_USAGE and "is not an http" in done.stderr

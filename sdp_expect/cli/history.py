@@ -76,6 +76,17 @@ again with their earlier counts.
 Exit status: 0 recorded; 1 the catalog could not be read or written; 2 usage error.
 """
 
+ALERTS_DESCRIPTION = """\
+Compare each rule of the pipeline's newest recorded update with its recent
+updates, and check the alerts of the pipeline settings (sdp_expect.alert.*),
+as `sdp-expect run` does after its summary: for a pipeline run with
+`spark-pipelines run` and recorded with `sdp-expect history record`
+(docs/alerts.md).
+
+Exit status: 0 done; 1 the catalog could not be read; 2 usage error or a bad
+setting (SDPX-CFG-202); 4 with --fail-on alert: an alert fired.
+"""
+
 
 def add_history(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``history`` with its ``record`` and ``show`` subcommands."""
@@ -105,12 +116,7 @@ def add_history(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     show.set_defaults(handler=lambda args: command_history(args, "show"))
     alerts = actions.add_parser(
         "alerts", help="check the alerts of the newest recorded update (docs/alerts.md)",
-        description="Compare each rule of the pipeline's newest recorded update with its "
-        "recent updates, and check the alerts of the pipeline settings (sdp_expect.alert.*), "
-        "as `sdp-expect run` does after its summary: for a pipeline run with "
-        "`spark-pipelines run` and recorded with `sdp-expect history record`. Exit status: 0 "
-        "done; 1 the catalog could not be read; 2 usage error or a bad setting; 4 with "
-        "--fail-on alert, an alert fired.",
+        description=ALERTS_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(alerts)
     alerts.add_argument("--format", choices=("text", "json"), default="text",
