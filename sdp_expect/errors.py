@@ -326,6 +326,14 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "sdp_expect.metrics to 'true' or 'false', sdp_expect.metrics_from to 'query' or "
             "'output', and sdp_expect.multiple_flows_on_file_formats to 'error' or 'allow'",
         ),
+        ErrorSpec(
+            "SDPX-CFG-202",
+            "an alert setting (sdp_expect.alert.*) is not one sdp-expect understands",
+            "write sdp_expect.alert.<setting>, sdp_expect.alert.<dataset>.<setting> or "
+            "sdp_expect.alert.<dataset>.<rule>.<setting>, where <setting> is max_rate or "
+            "max_rise (a percentage such as \"5%\", or \"off\") or min_records (a whole "
+            "number), and sdp_expect.alert.webhook an http:// or https:// URL; docs/alerts.md",
+        ),
         # -- the project's layout (run, dry-run and validate, before Spark starts) --
         ErrorSpec(
             "SDPX-PRJ-401",

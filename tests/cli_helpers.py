@@ -380,3 +380,47 @@ def copy_distribution(directory: Path, *extra: str) -> Path:
         else:
             shutil.copy2(source, directory / name)
     return directory
+
+
+class WebhookReceiver:
+    """A local HTTP server in a thread that keeps every POST's content type and JSON body
+    and answers each with ``status``: the webhook of the alert tests (docs/alerts.md)."""
+
+    def __init__(self, status: int = 204) -> None:
+        import http.server
+
+        self.status = status
+        self.bodies: list[tuple[str, Any]] = []
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers["Content-Length"])
+                receiver.bodies.append((self.headers["Content-Type"],
+                                        json.loads(self.rfile.read(length))))
+                self.send_response(receiver.status)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/hook"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> WebhookReceiver:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def closed_port() -> int:
+    """A local port nothing listens on (just bound and released)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.metadata
 from typing import TextIO
 
-__all__ = ["EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE", "version", "write_text"]
+__all__ = ["EXIT_ALERT", "EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE", "version", "write_text"]
 
 EXIT_OK = 0
 """Everything checked is fine."""
@@ -18,6 +18,9 @@ EXIT_PROBLEMS = 1
 """Something checked is wrong."""
 EXIT_USAGE = 2
 """The command line itself is wrong."""
+EXIT_ALERT = 4
+"""``run --fail-on alert``: the run succeeded, and an alert fired (docs/alerts.md). 3 is
+``migrate``'s "written, with constructs not converted"."""
 
 
 def version() -> str:

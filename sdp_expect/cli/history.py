@@ -17,13 +17,25 @@ from typing import Any, Optional
 
 from sdp_expect import names
 from sdp_expect.cli.catalog_access import catalog_access, parse_confs
-from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, write_text
+from sdp_expect.cli.exit_codes import (
+    EXIT_ALERT,
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    EXIT_USAGE,
+    write_text,
+)
 from sdp_expect.cli.spark_pipelines import Invocation
+from sdp_expect.cli.webhook import alert_settings, deliver
+from sdp_expect.errors import SdpExpectError
 from sdp_expect.project import Project, UsageProblem, find_spec, load_project
+from sdp_expect.report.alerts import evaluate_alerts
+from sdp_expect.report.comparison import alert_lines, comparison_lines, trend_dict
 from sdp_expect.report.history_table import (
     HistoryError,
     HistoryWrite,
     history_format,
+    recent_in_own_process,
+    recent_through,
     record_in_own_process,
     record_through,
     show_in_own_process,
@@ -31,6 +43,7 @@ from sdp_expect.report.history_table import (
     updated_metrics_tables,
 )
 from sdp_expect.report.model import QualityReport
+from sdp_expect.report.trends import RECENT_UPDATES, rule_trends
 
 __all__ = ["HISTORY_DESCRIPTION", "add_history", "command_history", "record_run_history"]
 
@@ -43,8 +56,11 @@ of the pipeline keeps it (docs/history.md).
 
   sdp-expect history record   after `spark-pipelines run`: append the update's rows
   sdp-expect history show     print the recorded rows, newest update first
+  sdp-expect history alerts   compare the newest recorded update with the recent
+                              ones and check the alerts (docs/alerts.md)
 
-Exit status: 0 done; 1 the catalog could not be read or written; 2 usage error.
+Exit status: 0 done; 1 the catalog could not be read or written; 2 usage error;
+4 (alerts --fail-on alert) an alert fired.
 """
 
 RECORD_DESCRIPTION = f"""\
@@ -58,6 +74,17 @@ record only A (`--dataset A`), or the other materialized views are recorded
 again with their earlier counts.
 
 Exit status: 0 recorded; 1 the catalog could not be read or written; 2 usage error.
+"""
+
+ALERTS_DESCRIPTION = """\
+Compare each rule of the pipeline's newest recorded update with its recent
+updates, and check the alerts of the pipeline settings (sdp_expect.alert.*),
+as `sdp-expect run` does after its summary: for a pipeline run with
+`spark-pipelines run` and recorded with `sdp-expect history record`
+(docs/alerts.md).
+
+Exit status: 0 done; 1 the catalog could not be read; 2 usage error or a bad
+setting (SDPX-CFG-202); 4 with --fail-on alert: an alert fired.
 """
 
 
@@ -87,6 +114,19 @@ def add_history(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     show.add_argument("--updates", type=int, metavar="N",
                       help="only the newest N updates (default: all)")
     show.set_defaults(handler=lambda args: command_history(args, "show"))
+    alerts = actions.add_parser(
+        "alerts", help="check the alerts of the newest recorded update (docs/alerts.md)",
+        description=ALERTS_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common(alerts)
+    alerts.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text (default) or one JSON document")
+    alerts.add_argument("--fail-on", choices=("alert",), dest="fail_on",
+                        help="alert: exit with status 4 when an alert fired")
+    alerts.add_argument("--alert-webhook", metavar="URL", dest="alert_webhook",
+                        help="POST each alert as JSON to this URL (instead of the setting "
+                        "sdp_expect.alert.webhook)")
+    alerts.set_defaults(handler=lambda args: command_history(args, "alerts"))
     parser.set_defaults(handler=lambda args: _no_action(parser))
 
 
@@ -103,7 +143,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def _no_action(parser: argparse.ArgumentParser) -> int:
     parser.print_usage(sys.stderr)
-    write_text(sys.stderr, "sdp-expect history: error: an action is required (record or show)\n")
+    write_text(sys.stderr, "sdp-expect history: error: an action is required (record, show "
+               "or alerts)\n")
     return EXIT_USAGE
 
 
@@ -114,8 +155,13 @@ def command_history(args: argparse.Namespace, action: str) -> int:
         given = parse_confs(args.conf)
         if action == "show" and args.updates is not None and args.updates < 1:
             raise UsageProblem("--updates must be 1 or more")
+        settings = (alert_settings(project.configuration, args.alert_webhook)
+                    if action == "alerts" else None)
     except UsageProblem as problem:
         write_text(sys.stderr, f"sdp-expect history {action}: error: {problem}\n")
+        return EXIT_USAGE
+    except SdpExpectError as error:
+        write_text(sys.stderr, f"sdp-expect history {action}: {error.render()}\n")
         return EXIT_USAGE
     access = catalog_access(project, args.remote, given)
     remote, warm, confs = access.remote, access.warm, access.confs
@@ -140,6 +186,33 @@ def command_history(args: argparse.Namespace, action: str) -> int:
                 write_text(sys.stderr, f"sdp-expect history record: not recorded: "
                            f"{', '.join(missing)} (no metrics table, or an empty one: the "
                            "update failed)\n")
+        elif settings is not None:
+            rows = (recent_through(url, token, pipeline=project.name,
+                                   updates=RECENT_UPDATES, **where) if url
+                    else recent_in_own_process(project.folder, confs, pipeline=project.name,
+                                               updates=RECENT_UPDATES, **where))
+            trends = rule_trends(rows, pipeline=project.name)
+            alerts = evaluate_alerts(settings, trends)
+            messages = [alert.as_dict() for alert in alerts]
+            deliveries = deliver(messages, settings.webhook,
+                                 command="sdp-expect history alerts", stderr=sys.stderr)
+            if args.format == "json":
+                write_text(sys.stdout, json.dumps({
+                    "pipeline": project.name,
+                    "update_id": trends[0].latest.update_id if trends else None,
+                    "trends": [{"dataset": t.dataset, "expectation": t.expectation,
+                                **trend_dict(t)} for t in trends],
+                    "alerts": messages,
+                    "alert_deliveries": [d.as_dict() for d in deliveries]},
+                    indent=2, ensure_ascii=False) + "\n")
+            elif not trends:
+                write_text(sys.stdout, f"{names.HISTORY_TABLE} has no update of "
+                           f"{project.name!r} yet\n")
+            else:
+                lines = comparison_lines(trends) + alert_lines(alerts)
+                write_text(sys.stdout, "\n".join(lines[1:]) + "\n")
+            if alerts and args.fail_on == "alert":
+                return EXIT_ALERT
         else:
             rows = (show_through(url, token, limit=args.updates, **where) if url
                     else show_in_own_process(project.folder, confs, limit=args.updates,
@@ -192,28 +265,33 @@ def _print_rows(rows: list[dict[str, Any]], form: str) -> None:
 
 
 def record_run_history(project: Project, invocation: Invocation, report: QualityReport, *,
-                       token: Optional[str]) -> bool:
+                       token: Optional[str], recent_updates: Optional[int] = None,
+                       ) -> tuple[bool, Optional[HistoryWrite]]:
     """After ``sdp-expect run``'s summary: append this run's rows to the history, through
     the server the summary was read through. The datasets recorded are those the report
     shows as updated by this run. A failure is said on stderr.
 
-    :returns: False when the history could not be written.
+    :param recent_updates: Also read back, in the same session, the rows that compare
+        this update with its ``recent_updates`` recent ones (:attr:`HistoryWrite.recent`).
+    :returns: False when the history could not be written; what was written (``None``
+        when nothing was to be recorded, or on failure).
     """
     tables = updated_metrics_tables(report)
     if not tables:
-        return True
+        return True, None
     options: dict[str, Any] = {
         "pipeline": project.name, "catalog": project.catalog, "database": project.database,
-        "table_format": _format(project, dict(invocation.confs)), "metrics_tables": tables}
+        "table_format": _format(project, dict(invocation.confs)), "metrics_tables": tables,
+        "recent_updates": recent_updates}
     try:
         if invocation.server_url and token is not None:
-            record_through(invocation.server_url, token, **options)
+            written = record_through(invocation.server_url, token, **options)
         elif not invocation.local and invocation.remote:
-            record_through(invocation.remote, None, **options)
+            written = record_through(invocation.remote, None, **options)
         else:
-            record_in_own_process(project.folder, invocation.confs, **options)
+            written = record_in_own_process(project.folder, invocation.confs, **options)
     except HistoryError as error:
         write_text(sys.stderr, f"sdp-expect run: cannot write the history table "
                    f"{names.HISTORY_TABLE}: {error}\n")
-        return False
-    return True
+        return False, None
+    return True, written

@@ -23,7 +23,13 @@ import time
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence, TextIO
 
-from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, write_text
+from sdp_expect.cli.exit_codes import (
+    EXIT_ALERT,
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    EXIT_USAGE,
+    write_text,
+)
 from sdp_expect.cli.history import record_run_history
 from sdp_expect.cli.local_server import (
     ServerProblem,
@@ -34,12 +40,15 @@ from sdp_expect.cli.local_server import (
 from sdp_expect.cli.progress import MODES, Progress, choose_mode
 from sdp_expect.cli.run_output import Definitions
 from sdp_expect.cli.spark_pipelines import Invocation, Outcome, build_command, run_pipeline
+from sdp_expect.cli.webhook import alert_settings, deliver
 from sdp_expect.definitions import DEFINITIONS_VARIABLE
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.layout import layout_problems
 from sdp_expect.project import Project, UsageProblem, find_spec, load_project
+from sdp_expect.report.alerts import Alert, AlertSettings, evaluate_alerts
 from sdp_expect.report.as_json import report_dict, tolerance_failure_dict, violation_dict
 from sdp_expect.report.build import build_report
+from sdp_expect.report.comparison import add_trends, alert_lines, comparison_lines, this_update
 from sdp_expect.report.model import DEFAULT_SAMPLE, QualityReport, ReadError
 from sdp_expect.report.reader import (
     prepare_reading,
@@ -54,6 +63,7 @@ from sdp_expect.report.text import (
     use_color,
     violation_lines,
 )
+from sdp_expect.report.trends import RECENT_UPDATES, RuleTrend, rule_trends
 
 __all__ = [
     "DRY_RUN_DESCRIPTION",
@@ -66,6 +76,7 @@ __all__ = [
     "add_wait_argument",
     "command_run",
     "exit_status",
+    "status_with_alerts",
     "summarize_run",
 ]
 
@@ -91,9 +102,15 @@ Spark: the run starts a local Spark Connect server of its own on a free port
 (runs of other projects go on at the same time), or uses the project's warm
 server when `sdp-expect serve` keeps one (a re-run then skips Spark's start).
 
+After the summary, each rule's failure rate is compared with its recent rate
+(the pooled rate of its last 5 earlier updates in the history table), and the
+alerts declared in the pipeline settings (sdp_expect.alert.*: max_rate,
+max_rise, min_records, webhook) are checked and shown (docs/alerts.md).
+
 Exit status: 0 the run completed and no expectation failed; 1 the pipeline or
 an expectation failed (or the summary could not be read, or the history table
-not written); 2 usage error.
+not written); 2 usage error; 4 with --fail-on alert: the run succeeded and an
+alert fired.
 """
 
 DRY_RUN_DESCRIPTION = """\
@@ -155,6 +172,13 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, summary: bool) -> N
         parser.add_argument("--sample", type=int, default=DEFAULT_SAMPLE, metavar="N",
                             help="quarantined records read per dataset "
                             f"(default: {DEFAULT_SAMPLE})")
+        parser.add_argument("--fail-on", choices=("alert",), dest="fail_on",
+                            help="alert: exit with status 4 when the run succeeded but an "
+                            "alert fired (for CI; docs/alerts.md)")
+        parser.add_argument("--alert-webhook", metavar="URL", dest="alert_webhook",
+                            help="POST each alert that fires, as JSON, to this URL (instead "
+                            "of the setting sdp_expect.alert.webhook); a failed POST is "
+                            "reported and does not change the exit status")
 
 
 def add_wait_argument(parser: argparse.ArgumentParser) -> None:
@@ -228,7 +252,8 @@ def summarize_run(project: Project, outcome: Outcome, sample: int, *,
                                                         else "FAILED"))
 
 
-def _final_line(action: str, outcome: Outcome, status: int, color: bool) -> str:
+def _final_line(action: str, outcome: Outcome, status: int, color: bool,
+                alerts: int = 0) -> str:
     state = outcome.events.run_state or ("COMPLETED" if outcome.returncode == 0 else "FAILED")
     count = len(outcome.events.violations)
     text = f"sdp-expect {action}: {state}"
@@ -238,6 +263,8 @@ def _final_line(action: str, outcome: Outcome, status: int, color: bool) -> str:
     if over:
         text += (f", {over} flow{'s' if over != 1 else ''} over "
                  f"{'their' if over != 1 else 'its'} tolerance")
+    if alerts:
+        text += f", {alerts} alert{'s' if alerts != 1 else ''}"
     text += f" (exit status {status})"
     return "\n" + paint(text, "bold green" if status == 0 else "bold red", color) + "\n"
 
@@ -252,6 +279,16 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
         write_text(sys.stderr, f"sdp-expect {action}: error: {problem}\n")
         return EXIT_USAGE
     as_json = args.format == "json"
+    alerting = not dry and not args.no_summary
+    settings = AlertSettings()
+    if not dry:
+        try:
+            settings = _alert_settings(project, args)
+        except SdpExpectError as error:
+            return _refuse_settings(action, project, error, as_json)
+        except UsageProblem as problem:
+            write_text(sys.stderr, f"sdp-expect {action}: error: {problem}\n")
+            return EXIT_USAGE
     misplaced = layout_problems(project.spec)
     if misplaced:
         return _refuse_layout(action, project, misplaced, as_json)
@@ -271,6 +308,8 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
         events_out, mode, color=color, write=write_text,
         waiting="checking the pipeline's definitions" if dry else "no flow reported yet")
     report: Optional[QualityReport] = None
+    trends: list[RuleTrend] = []
+    alerts: list[Alert] = []
     with open(log_path, "w", encoding="utf-8", errors="replace") as log, \
             interrupted_by_signals():
         try:
@@ -301,15 +340,27 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
                         report = summarize_run(project, outcome, args.sample,
                                                token=server.record.token if server else None)
                         save_history(project.folder, report)
-                        if not record_run_history(project, outcome.invocation, report,
-                                                  token=server.record.token if server else None):
+                        recorded, written = record_run_history(
+                            project, outcome.invocation, report,
+                            token=server.record.token if server else None,
+                            recent_updates=RECENT_UPDATES)
+                        if not recorded:
                             status = status or EXIT_PROBLEMS
+                        elif written is not None:
+                            trends = this_update(rule_trends(written.recent,
+                                                             pipeline=project.name),
+                                                 written.update_id)
+                            alerts = evaluate_alerts(settings, trends,
+                                                     update_id=written.update_id)
                     except ReadError as error:
                         write_text(sys.stderr, f"sdp-expect run: cannot read the metrics "
                                    f"tables: {error}\n")
                         status = status or EXIT_PROBLEMS
         except ServerProblem as problem:
             return _no_server(action, project, problem, log_path, as_json)
+    status = status_with_alerts(status, len(alerts), args.fail_on if alerting else None)
+    deliveries = deliver([alert.as_dict() for alert in alerts], settings.webhook,
+                         command=f"sdp-expect {action}", stderr=sys.stderr)
     if as_json:
         document: dict[str, Any] = {"command": action, "spec": str(project.spec),
                                     "exit_code": status,
@@ -323,14 +374,21 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
                                     "definition_errors": Definitions.read(definitions).errors}
         if report is not None:
             document.update(report_dict(report))
+            add_trends(document, trends)
         else:
             document["violations"] = [violation_dict(v) for v in outcome.events.violations]
             document["tolerance_failures"] = [tolerance_failure_dict(f) for f
                                               in outcome.events.tolerance_failures]
+        if alerting:
+            document["alerts"] = [alert.as_dict() for alert in alerts]
+            document["alert_deliveries"] = [d.as_dict() for d in deliveries]
         write_text(sys.stdout, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
         return status
     if report is not None:
         write_text(sys.stdout, "\n" + to_text(report, color=color))
+        extra = comparison_lines(trends, color=color) + alert_lines(alerts, color=color)
+        if extra:
+            write_text(sys.stdout, "\n".join(extra) + "\n")
     elif outcome.events.violations or outcome.events.tolerance_failures:
         title = ("== Expectation violations" if outcome.events.violations
                  else "== Expectations over their tolerance")
@@ -343,8 +401,46 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
             lines.extend(tolerance_lines(failure, color, "  "))
         write_text(sys.stdout, "\n".join(lines) + "\n")
     write_text(sys.stdout, paint(f"full log: {_shown_path(log_path)}\n", "dim", color))
-    write_text(sys.stdout, _final_line(action, outcome, status, color))
+    write_text(sys.stdout, _final_line(action, outcome, status, color, len(alerts)))
     return status
+
+
+def status_with_alerts(status: int, alerts: int, fail_on: Optional[str]) -> int:
+    """The exit status once the alerts are known: :data:`EXIT_ALERT` (4) when asked for
+    (``fail_on == "alert"``), some alert fired and nothing else failed; every other status
+    wins over it (1 a failed run, 2 a usage error)."""
+    if fail_on == "alert" and alerts and status == EXIT_OK:
+        return EXIT_ALERT
+    return status
+
+
+def _alert_settings(project: Project, args: argparse.Namespace) -> AlertSettings:
+    """The pipeline's alert settings and ``--alert-webhook`` (:func:`alert_settings`).
+
+    :raises SdpExpectError: SDPX-CFG-202 for a setting it cannot read.
+    :raises UsageProblem: for a bad ``--alert-webhook``, or ``--fail-on alert`` or
+        ``--alert-webhook`` with ``--no-summary`` (no summary, no alerts).
+    """
+    if args.no_summary and (args.fail_on or args.alert_webhook):
+        raise UsageProblem("--fail-on alert and --alert-webhook need the summary: alerts are "
+                           "checked after it (leave out --no-summary)")
+    return alert_settings(project.configuration, args.alert_webhook)
+
+
+def _refuse_settings(action: str, project: Project, error: SdpExpectError,
+                     as_json: bool) -> int:
+    """An alert setting sdp-expect cannot read: said with its code before anything runs."""
+    if as_json:
+        write_text(sys.stdout, json.dumps({
+            "command": action, "spec": str(project.spec), "exit_code": EXIT_USAGE,
+            "status": "NOT_STARTED", "flows": {}, "rule_errors": [],
+            "definition_errors": [], "setting_errors": [error.as_dict()]},
+            indent=2, ensure_ascii=False) + "\n")
+    else:
+        write_text(sys.stderr, f"{error.render()}\n")
+        write_text(sys.stderr, f"sdp-expect {action}: not started: an alert setting of "
+                   f"{project.spec.name} cannot be read\n")
+    return EXIT_USAGE
 
 
 def _now() -> str:

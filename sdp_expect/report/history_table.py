@@ -47,6 +47,10 @@ __all__ = [
     "history_format",
     "materialized_view_insert_sql",
     "read_history",
+    "read_recent",
+    "recent_in_own_process",
+    "recent_sql",
+    "recent_through",
     "record_history",
     "record_in_own_process",
     "record_through",
@@ -97,12 +101,15 @@ class HistoryWrite:
     :param datasets: The datasets recorded, by the name in their metrics rows (a dataset
         whose metrics table is empty has no rows, and is not listed).
     :param rows: The rows written.
+    :param recent: When asked for (``recent_updates``): :func:`read_recent`'s rows for
+        this update, read after writing it (not in :meth:`as_dict`).
     """
 
     table: str
     update_id: str
     datasets: list[str] = field(default_factory=list)
     rows: int = 0
+    recent: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         """As JSON values."""
@@ -234,7 +241,8 @@ def record_history(spark: Any, *, pipeline: str, catalog: Optional[str] = None,
                    database: Optional[str] = None, table_format: Optional[str] = None,
                    metrics_tables: Optional[Collection[str]] = None,
                    update_id: Optional[str] = None,
-                   update_time: Optional[datetime.datetime] = None) -> HistoryWrite:
+                   update_time: Optional[datetime.datetime] = None,
+                   recent_updates: Optional[int] = None) -> HistoryWrite:
     """Append this update's counts to the history table (creating it if absent), and
     (re)create the event-log view over it.
 
@@ -249,6 +257,8 @@ def record_history(spark: Any, *, pipeline: str, catalog: Optional[str] = None,
         database. A metrics table that is empty (its update failed) adds no rows.
     :param update_id: The update's id; default a new uuid4.
     :param update_time: When the counts are recorded; default now.
+    :param recent_updates: Also read, after writing, :func:`read_recent` for this update
+        (into :attr:`HistoryWrite.recent`): what ``sdp-expect run`` compares and alerts on.
     :raises HistoryError: when Spark refuses a statement.
     """
     update_id = update_id or str(uuid.uuid4())
@@ -282,6 +292,16 @@ def record_history(spark: Any, *, pipeline: str, catalog: Optional[str] = None,
                             "GROUP BY dataset ORDER BY dataset", args={"u": update_id}).collect()
         written.datasets = [str(row["dataset"]) for row in counted]
         written.rows = sum(int(row["n"]) for row in counted)
+        if recent_updates is not None and written.rows:
+            try:
+                written.recent = read_recent(spark, pipeline=pipeline, update_id=update_id,
+                                             catalog=catalog, database=database,
+                                             updates=recent_updates)
+            except Exception as error:
+                first = str(error).strip().splitlines()[:1] or [type(error).__name__]
+                raise HistoryError(f"the rows were written (update {update_id}), but the "
+                                   f"recent updates could not be read back: {first[0]}"
+                                   ) from error
         return written
     except HistoryError:
         raise
@@ -309,6 +329,58 @@ def read_history(spark: Any, *, catalog: Optional[str] = None,
                    f"ORDER BY max(update_time) DESC LIMIT {int(limit)})")
     rows = spark.sql(f"SELECT * FROM {table} {updates} "
                      "ORDER BY update_time DESC, dataset, expectation").collect()
+    return [{key: (value.isoformat() if isinstance(value, datetime.datetime) else value)
+             for key, value in row.asDict().items()} for row in rows]
+
+
+def recent_sql(table: str, updates: int) -> str:
+    """The query of :func:`read_recent` (parameters ``:pipeline`` and ``:update``): per
+    rule of the update, its rows up to the update (by time, then id, as
+    :func:`~sdp_expect.report.trends.rule_trends` orders them) that are the update's or
+    checked records, the newest ``updates + 1``."""
+    columns = ", ".join(_quoted(name) for name, _ in HISTORY_COLUMNS)
+    return (
+        f"WITH this AS (SELECT dataset, expectation, max(update_time) AS t FROM {table} "
+        "WHERE pipeline = :pipeline AND update_id = :update GROUP BY dataset, expectation), "
+        "ranked AS (SELECT h.*, row_number() OVER (PARTITION BY h.dataset, h.expectation "
+        "ORDER BY h.update_time DESC, h.update_id DESC) AS _rank "
+        f"FROM {table} h JOIN this "
+        "ON h.dataset = this.dataset AND h.expectation = this.expectation "
+        "WHERE h.pipeline = :pipeline "
+        "AND (h.update_time < this.t OR (h.update_time = this.t AND h.update_id <= :update)) "
+        "AND (h.update_id = :update OR h.total_records > 0)) "
+        f"SELECT {columns} FROM ranked WHERE _rank <= {int(updates) + 1} "
+        "ORDER BY update_time DESC, dataset, expectation")
+
+
+def read_recent(spark: Any, *, pipeline: str, update_id: Optional[str] = None,
+                catalog: Optional[str] = None, database: Optional[str] = None,
+                updates: int = 5) -> list[dict[str, Any]]:
+    """The rows that :mod:`sdp_expect.report.trends` needs to compare an update of a
+    pipeline with its recent ones, newest first, as JSON values: for each dataset and
+    expectation of the update, its row and the rows of the ``updates`` newest updates
+    before it that checked records (``total_records > 0``). Not the last ``updates``
+    updates of the table: a dataset that was not refreshed, or a streaming table that
+    read nothing, has its recent updates further back, and other pipelines may share
+    the table.
+
+    :param update_id: The update; ``None``: the pipeline's newest (none recorded: no rows).
+    """
+    catalog = catalog or spark.catalog.currentCatalog()
+    database = database or spark.catalog.currentDatabase()
+    if not spark.catalog.tableExists(f"{_quoted(catalog)}.{_quoted(database)}."
+                                     f"{_quoted(names.HISTORY_TABLE)}"):
+        return []
+    table = _qualified(catalog, database, names.HISTORY_TABLE)
+    if update_id is None:
+        newest = spark.sql(f"SELECT update_id FROM {table} WHERE pipeline = :pipeline "
+                           "ORDER BY update_time DESC, update_id DESC LIMIT 1",
+                           args={"pipeline": pipeline}).collect()
+        if not newest:
+            return []
+        update_id = str(newest[0]["update_id"])
+    rows = spark.sql(recent_sql(table, updates),
+                     args={"pipeline": pipeline, "update": update_id}).collect()
     return [{key: (value.isoformat() if isinstance(value, datetime.datetime) else value)
              for key, value in row.asDict().items()} for row in rows]
 
@@ -398,6 +470,7 @@ def record_in_own_process(folder: Path, confs: Mapping[str, str], *, pipeline: s
                           catalog: Optional[str], database: Optional[str],
                           table_format: Optional[str] = None,
                           metrics_tables: Optional[Collection[str]] = None,
+                          recent_updates: Optional[int] = None,
                           timeout: float = 900.0) -> HistoryWrite:
     """:func:`record_history` on the project's local catalog, in a Spark process of its own.
 
@@ -410,9 +483,36 @@ def record_in_own_process(folder: Path, confs: Mapping[str, str], *, pipeline: s
         arguments += ["--metrics-table", name]
     if metrics_tables is not None and not metrics_tables:
         arguments += ["--none"]
+    if recent_updates is not None:
+        arguments += ["--recent", str(recent_updates)]
     found = _in_own_process(folder, confs, arguments, timeout)
     return HistoryWrite(table=str(found["table"]), update_id=str(found["update_id"]),
-                        datasets=[str(d) for d in found["datasets"]], rows=int(found["rows"]))
+                        datasets=[str(d) for d in found["datasets"]], rows=int(found["rows"]),
+                        recent=list(found.get("recent") or []))
+
+
+def recent_through(url: str, token: Optional[str], **options: Any) -> list[dict[str, Any]]:
+    """:func:`read_recent` through a Spark Connect server, in this process."""
+    try:
+        spark = _connect(_through(url, token))
+    except Exception as error:
+        raise HistoryError(f"cannot reach {url}: {error}") from error
+    try:
+        return read_recent(spark, **options)
+    except Exception as error:
+        raise HistoryError(str(error).strip().splitlines()[0]) from error
+    finally:
+        spark.stop()
+
+
+def recent_in_own_process(folder: Path, confs: Mapping[str, str], *, pipeline: str,
+                          catalog: Optional[str], database: Optional[str], updates: int,
+                          timeout: float = 900.0) -> list[dict[str, Any]]:
+    """:func:`read_recent` of the pipeline's newest update on the project's local catalog,
+    in a Spark process of its own."""
+    arguments = ["recent", "--pipeline", pipeline, "--recent", str(updates),
+                 *_options_arguments(catalog, database)]
+    return list(_in_own_process(folder, confs, arguments, timeout))
 
 
 def show_in_own_process(folder: Path, confs: Mapping[str, str], *, catalog: Optional[str],
@@ -428,7 +528,7 @@ def show_in_own_process(folder: Path, confs: Mapping[str, str], *, catalog: Opti
 def _main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of ``python -m sdp_expect.report.history_table`` (internal)."""
     parser = argparse.ArgumentParser(prog="python -m sdp_expect.report.history_table")
-    parser.add_argument("what", choices=("record", "show"))
+    parser.add_argument("what", choices=("record", "show", "recent"))
     parser.add_argument("--out", required=True)
     parser.add_argument("--pipeline", default="")
     parser.add_argument("--catalog")
@@ -437,6 +537,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--metrics-table", action="append")
     parser.add_argument("--none", action="store_true")
     parser.add_argument("--limit", type=int)
+    parser.add_argument("--recent", type=int)
     parser.add_argument("--conf", action="append", default=[])
     options = parser.parse_args(argv)
     from pyspark.sql import SparkSession
@@ -452,10 +553,15 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         if options.what == "record":
             tables = [] if options.none else options.metrics_table
-            result = {"result": record_history(
+            written = record_history(
                 spark, pipeline=options.pipeline, catalog=options.catalog,
                 database=options.database, table_format=options.table_format,
-                metrics_tables=tables).as_dict()}
+                metrics_tables=tables, recent_updates=options.recent)
+            result = {"result": dict(written.as_dict(), recent=written.recent)}
+        elif options.what == "recent":
+            result = {"result": read_recent(spark, pipeline=options.pipeline,
+                                            catalog=options.catalog, database=options.database,
+                                            updates=options.recent)}
         else:
             result = {"result": read_history(spark, catalog=options.catalog,
                                              database=options.database, limit=options.limit)}

@@ -1,0 +1,109 @@
+"""Posting alerts to a webhook (docs/alerts.md#the-webhook).
+
+One HTTP POST per alert, its body the alert's JSON
+(:meth:`sdp_expect.report.alerts.Alert.as_dict`), with the standard library's
+``urllib.request``: a single POST needs no HTTP client dependency. A delivery that fails
+(refused, timed out, a status other than 2xx) is returned as such, never raised: the
+caller reports it, and the run's exit status does not change.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence, TextIO
+
+from sdp_expect.cli.exit_codes import version, write_text
+from sdp_expect.project import UsageProblem
+from sdp_expect.report.alerts import AlertSettings, read_alert_settings, webhook_url_problem
+
+__all__ = ["TIMEOUT_SECONDS", "Delivery", "alert_settings", "deliver", "post_alert"]
+
+TIMEOUT_SECONDS = 5.0
+"""How long one POST may take (connecting and answering) before it counts as failed."""
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What became of one alert's POST.
+
+    :param url: Where it was posted.
+    :param dataset: The alert's dataset.
+    :param expectation: The alert's rule.
+    :param kind: The alert's kind.
+    :param ok: True when the server answered with a 2xx status.
+    :param status: The HTTP status, when the server answered.
+    :param error: Why it failed, when it did.
+    """
+
+    url: str
+    dataset: str
+    expectation: str
+    kind: str
+    ok: bool
+    status: Optional[int] = None
+    error: Optional[str] = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """An ``alert_deliveries`` entry of ``run --format json``."""
+        return {"url": self.url, "dataset": self.dataset, "expectation": self.expectation,
+                "kind": self.kind, "ok": self.ok, "status": self.status, "error": self.error}
+
+
+def alert_settings(configuration: Mapping[str, str], webhook: Optional[str]) -> AlertSettings:
+    """The pipeline's alert settings, a webhook given on the command line (``webhook``)
+    winning over the setting's.
+
+    :raises SdpExpectError: SDPX-CFG-202 for a setting it cannot read.
+    :raises UsageProblem: for a ``webhook`` that is not an http(s) URL.
+    """
+    settings = read_alert_settings(configuration)
+    if webhook is None:
+        return settings
+    problem = webhook_url_problem(webhook)
+    if problem:
+        raise UsageProblem(f"--alert-webhook {webhook!r} {problem}")
+    return AlertSettings(values=settings.values, webhook=webhook)
+
+
+def post_alert(url: str, message: Mapping[str, Any], *,
+               timeout: float = TIMEOUT_SECONDS) -> Delivery:
+    """POST ``message`` (an alert's JSON) to ``url``; the outcome, never an exception."""
+    body = json.dumps(message, ensure_ascii=False).encode("utf-8")
+    request = urllib.request.Request(url, data=body, method="POST", headers={
+        "Content-Type": "application/json; charset=utf-8",
+        "User-Agent": f"sdp-expect/{version()}"})
+    dataset, expectation = str(message.get("dataset")), str(message.get("expectation"))
+    kind = str(message.get("kind"))
+
+    def failed(error: str, status: Optional[int] = None) -> Delivery:
+        return Delivery(url, dataset, expectation, kind, ok=False, status=status, error=error)
+
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            status = int(response.status)
+    except urllib.error.HTTPError as error:  # a status the opener does not follow
+        return failed(f"HTTP {error.code} {error.reason}", error.code)
+    except Exception as error:  # refused, timed out, bad URL, TLS: reported, not raised
+        reason = getattr(error, "reason", None) or error
+        return failed(f"{type(error).__name__}: {reason}")
+    if not 200 <= status < 300:
+        return failed(f"HTTP {status}", status)
+    return Delivery(url, dataset, expectation, kind, ok=True, status=status)
+
+
+def deliver(messages: Sequence[Mapping[str, Any]], url: Optional[str], *, command: str,
+            stderr: TextIO) -> list[Delivery]:
+    """POST each alert's JSON to the webhook ``url``, if any; each failed POST is said on
+    ``stderr`` (``command`` names who says it). The outcomes, in order."""
+    if not url:
+        return []
+    deliveries = [post_alert(url, message) for message in messages]
+    for delivery in deliveries:
+        if not delivery.ok:
+            write_text(stderr, f"{command}: the alert {delivery.kind} of {delivery.dataset}."
+                       f"{delivery.expectation} was not delivered to the webhook {url}: "
+                       f"{delivery.error} (the exit status does not change)\n")
+    return deliveries
