@@ -334,6 +334,13 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "max_rise (a percentage such as \"5%\", or \"off\") or min_records (a whole "
             "number), and sdp_expect.alert.webhook an http:// or https:// URL; docs/alerts.md",
         ),
+        ErrorSpec(
+            "SDPX-CFG-203",
+            "an alert setting names a dataset or rule the pipeline does not have (a "
+            "warning: the setting never matches, so it never alerts)",
+            "write the dataset's name as declared, and the rule's name as in its "
+            "expectation (sdp_expect.alert.<dataset>.<rule>.<setting>); docs/alerts.md",
+        ),
         # -- the project's layout (run, dry-run and validate, before Spark starts) --
         ErrorSpec(
             "SDPX-PRJ-401",

@@ -26,6 +26,7 @@ from sdp_expect.report.alerts import (
     percent_text,
     points_text,
     read_alert_settings,
+    unmatched_alert_keys,
 )
 from sdp_expect.report.comparison import add_trends, alert_lines, comparison_lines, trend_dict
 from sdp_expect.report.trends import rule_trends
@@ -298,3 +299,21 @@ def test_run_refuses_a_bad_setting_before_spark_starts(tmp_path: Path) -> None:
     done = sdp_expect("history", "alerts", "--spec", str(tmp_path), "--alert-webhook", "x",
                       cwd=tmp_path)
     assert done.returncode == EXIT_USAGE and "is not an http" in done.stderr
+
+
+def test_keys_that_name_no_dataset_or_rule_are_found() -> None:
+    """SDPX-CFG-203: a misspelt dataset or rule in a key would never match."""
+    settings = read_alert_settings({
+        "sdp_expect.alert.max_rate": "5%",
+        "sdp_expect.alert.orders.max_rise": "1%",
+        "sdp_expect.alert.orders.amount_ok.max_rate": "off",
+        "sdp_expect.alert.orderz.max_rate": "5%",
+        "sdp_expect.alert.orders.amount_ko.min_records": "10",
+        "sdp_expect.alert.events.amount_ok.max_rate": "2%"})
+    rules = [("orders", "amount_ok"), ("events", "id_ok")]
+    assert unmatched_alert_keys(settings, rules) == [
+        "sdp_expect.alert.events.amount_ok.max_rate",
+        "sdp_expect.alert.orders.amount_ko.min_records",
+        "sdp_expect.alert.orderz.max_rate"]
+    assert unmatched_alert_keys(read_alert_settings({"sdp_expect.alert.max_rate": "5%"}),
+                                rules) == []

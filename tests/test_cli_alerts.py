@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
-from cli_helpers import WebhookReceiver, closed_port, read_all_tables, sdp_expect, write_project
+from cli_helpers import (
+    NEWEST_LINE,
+    WebhookReceiver,
+    closed_port,
+    read_all_tables,
+    sdp_expect,
+    write_project,
+)
 
 from sdp_expect import names
 
@@ -42,6 +49,7 @@ configuration:
   sdp_expect.alert.max_rise: "20%"
   sdp_expect.alert.orders.valid_id.max_rate: "off"
   sdp_expect.alert.events.min_records: "3"
+  sdp_expect.alert.orders.vaild_id.max_rate: "1%"
 """
 
 
@@ -87,6 +95,7 @@ def _oracle(rows: list[dict[str, Any]], update_id: str) -> dict[tuple[str, str],
     return found
 
 
+@NEWEST_LINE
 def test_run_compares_with_recent_updates_and_alerts(tmp_path: Path) -> None:
     orders, events = tmp_path / "data" / "orders", tmp_path / "data" / "events"
     project = write_project(tmp_path / "project", CODE.format(orders=orders, events=events),
@@ -115,6 +124,11 @@ def test_run_compares_with_recent_updates_and_alerts(tmp_path: Path) -> None:
         ("max_rate", 4), ("max_rise", 4)]
     assert [(d["kind"], d["ok"], d["status"]) for d in document["alert_deliveries"]] == [
         ("max_rate", False, None), ("max_rise", False, None)]
+    # a misspelt rule in a setting's key never matches: said, with its code, every run
+    assert [w["code"] for w in document["alert_setting_warnings"]] == ["SDPX-CFG-203"]
+    assert ("sdp_expect.alert.orders.vaild_id.max_rate names no dataset or rule"
+            in document["alert_setting_warnings"][0]["message"])
+    assert "warning: SDPX-CFG-203" in second.stderr, second.stderr
 
     # 3: 50 % > 30 %, and 25 points above the recent (1 + 4) / 20; --fail-on alert: 4
     _orders(orders, 5)

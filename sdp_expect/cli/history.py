@@ -291,7 +291,9 @@ def record_run_history(project: Project, invocation: Invocation, report: Quality
         else:
             written = record_in_own_process(project.folder, invocation.confs, **options)
     except HistoryError as error:
-        write_text(sys.stderr, f"sdp-expect run: cannot write the history table "
+        # the error says what failed: Spark's refusal of a write, or that the rows were
+        # written and the recent updates could not be read back
+        write_text(sys.stderr, f"sdp-expect run: the history table "
                    f"{names.HISTORY_TABLE}: {error}\n")
         return False, None
     return True, written

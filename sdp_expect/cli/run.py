@@ -45,7 +45,12 @@ from sdp_expect.definitions import DEFINITIONS_VARIABLE
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.layout import layout_problems
 from sdp_expect.project import Project, UsageProblem, find_spec, load_project
-from sdp_expect.report.alerts import Alert, AlertSettings, evaluate_alerts
+from sdp_expect.report.alerts import (
+    Alert,
+    AlertSettings,
+    evaluate_alerts,
+    unmatched_alert_keys,
+)
 from sdp_expect.report.as_json import report_dict, tolerance_failure_dict, violation_dict
 from sdp_expect.report.build import build_report
 from sdp_expect.report.comparison import add_trends, alert_lines, comparison_lines, this_update
@@ -358,6 +363,9 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
                         status = status or EXIT_PROBLEMS
         except ServerProblem as problem:
             return _no_server(action, project, problem, log_path, as_json)
+    setting_warnings = _unmatched_settings(settings, definitions) if alerting else []
+    for warning in setting_warnings:
+        write_text(sys.stderr, f"sdp-expect {action}: warning: {warning.render()}\n")
     status = status_with_alerts(status, len(alerts), args.fail_on if alerting else None)
     deliveries = deliver([alert.as_dict() for alert in alerts], settings.webhook,
                          command=f"sdp-expect {action}", stderr=sys.stderr)
@@ -380,6 +388,7 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
             document["tolerance_failures"] = [tolerance_failure_dict(f) for f
                                               in outcome.events.tolerance_failures]
         if alerting:
+            document["alert_setting_warnings"] = [w.as_dict() for w in setting_warnings]
             document["alerts"] = [alert.as_dict() for alert in alerts]
             document["alert_deliveries"] = [d.as_dict() for d in deliveries]
         write_text(sys.stdout, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
@@ -412,6 +421,22 @@ def status_with_alerts(status: int, alerts: int, fail_on: Optional[str]) -> int:
     if fail_on == "alert" and alerts and status == EXIT_OK:
         return EXIT_ALERT
     return status
+
+
+def _unmatched_settings(settings: AlertSettings,
+                        definitions: Path) -> list[SdpExpectError]:
+    """SDPX-CFG-203 for each alert setting that names no dataset or rule of the pipeline
+    as its definitions file records them (none when nothing was defined: a run stopped
+    before its definitions cannot tell)."""
+    checks = Definitions.read(definitions).checks.values()
+    rules = {(str(c["dataset"]), str(c["expectation"])) for c in checks}
+    if not rules:
+        return []
+    named = sorted(f"{dataset}.{rule}" for dataset, rule in rules)
+    shown = ", ".join(named[:10]) + (f" and {len(named) - 10} more" if len(named) > 10 else "")
+    return [SdpExpectError("SDPX-CFG-203", f"{key} names no dataset or rule of the pipeline "
+                           f"(its rules: {shown})")
+            for key in unmatched_alert_keys(settings, rules)]
 
 
 def _alert_settings(project: Project, args: argparse.Namespace) -> AlertSettings:

@@ -32,6 +32,7 @@ from sdp_expect.model import parse_tolerance
 from sdp_expect.report.trends import RECENT_UPDATES, RuleTrend
 
 __all__ = [
+    "unmatched_alert_keys",
     "ALERT_PREFIX",
     "KEY_WEBHOOK",
     "MAX_RATE",
@@ -123,6 +124,25 @@ class AlertSettings:
         """The fewest records an update of the rule must check to alert (same precedence)."""
         found, value = self._lookup(dataset, expectation, MIN_RECORDS)
         return max(1, int(value)) if found else 1
+
+
+def unmatched_alert_keys(settings: AlertSettings,
+                         rules: Iterable[tuple[str, str]]) -> list[str]:
+    """The per-dataset and per-rule alert keys that name no dataset or rule of ``rules``
+    (``(dataset, expectation)`` pairs: the pipeline's rules), sorted: a misspelt name
+    would otherwise never match, and no alert would ever fire (SDPX-CFG-203).
+
+    A key's middle part (between ``sdp_expect.alert.`` and the setting) matches when it
+    is a dataset's name, or a dataset's and one of its rules' names joined by a dot.
+    """
+    pairs = set(rules)
+    known = {dataset for dataset, _ in pairs} | {f"{d}.{e}" for d, e in pairs}
+    unmatched = []
+    for key in settings.values:
+        middle, _, _ = key[len(ALERT_PREFIX):].rpartition(".")
+        if middle and middle not in known:
+            unmatched.append(key)
+    return sorted(unmatched)
 
 
 def webhook_url_problem(url: str) -> Optional[str]:

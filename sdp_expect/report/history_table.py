@@ -307,7 +307,7 @@ def record_history(spark: Any, *, pipeline: str, catalog: Optional[str] = None,
         raise
     except Exception as error:  # Spark's errors: what the command reports
         first = str(error).strip().splitlines()[:1] or [type(error).__name__]
-        raise HistoryError(first[0]) from error
+        raise HistoryError(f"cannot write this update's rows: {first[0]}") from error
 
 
 def read_history(spark: Any, *, catalog: Optional[str] = None,
