@@ -361,6 +361,7 @@ def render_html(report: QualityReport, *, pipeline: str = "", generated_at: str 
         '<p class="note">No &lt;dataset&gt;_dq_metrics tables found: run the pipeline first '
         "(<code>sdp-expect run</code>).</p>")
     notes = "".join(f'<p class="note">{_e(n)}</p>' for n in report.notes)
+    history = "" if report.trends is None else " and the history table"
     boxes = "".join(f'<span class="total"><b>{n}</b>{_e(t)}</span>' for n, t in totals)
     return f"""<!DOCTYPE html>
 <html lang="en">
@@ -386,7 +387,7 @@ def render_html(report: QualityReport, *, pipeline: str = "", generated_at: str 
 {notes}
 </main>
 <footer>Made by sdp-expect{(" " + _e(version)) if version else ""} from the
-&lt;dataset&gt;_dq_metrics and quarantine tables.</footer>
+&lt;dataset&gt;_dq_metrics and quarantine tables{history}.</footer>
 </body>
 </html>
 """
