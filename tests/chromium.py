@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import struct
 import subprocess
 import tempfile
 import time
+import zlib
 from pathlib import Path
 from typing import Any, Optional
 
@@ -102,12 +104,17 @@ class Browser:
             raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
 
-    def screenshot(self, path: Path) -> None:
-        """Save a PNG of the whole page."""
+    def screenshot(self, path: Path, clip: Optional[dict[str, float]] = None) -> bytes:
+        """Save a PNG of the whole page, or of the part ``clip`` (``x``, ``y``, ``width``,
+        ``height`` in CSS pixels of the document); return its bytes."""
         import base64
 
-        data = self.call("Page.captureScreenshot", {"captureBeyondViewport": True})["data"]
-        path.write_bytes(base64.b64decode(data))
+        params: dict[str, Any] = {"captureBeyondViewport": True}
+        if clip is not None:
+            params["clip"] = {**clip, "scale": 1}
+        data = base64.b64decode(self.call("Page.captureScreenshot", params)["data"])
+        path.write_bytes(data)
+        return data
 
     def close(self) -> None:
         """Stop the browser and remove its profile."""
@@ -126,3 +133,46 @@ class Browser:
             except OSError:
                 pass
         shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def png_pixels(data: bytes) -> tuple[int, int, list[list[tuple[int, ...]]]]:
+    """Decode a PNG as Chromium writes it (8-bit RGB or RGBA, not interlaced): its width,
+    height and rows of pixels (RGB). Only zlib: no imaging library is needed."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    offset, chunks, header = 8, [], b""
+    while offset < len(data):
+        length, kind = struct.unpack(">I4s", data[offset:offset + 8])
+        body = data[offset + 8:offset + 8 + length]
+        if kind == b"IHDR":
+            header = body
+        elif kind == b"IDAT":
+            chunks.append(body)
+        offset += 12 + length
+    width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", header)
+    assert depth == 8 and color in (2, 6) and interlace == 0, (depth, color, interlace)
+    size = 3 if color == 2 else 4
+    raw = zlib.decompress(b"".join(chunks))
+    stride = width * size
+    rows: list[list[tuple[int, ...]]] = []
+    previous = bytearray(stride)
+    for y in range(height):
+        start = y * (stride + 1)
+        kind, line = raw[start], bytearray(raw[start + 1:start + 1 + stride])
+        for i in range(stride):
+            left = line[i - size] if i >= size else 0
+            up = previous[i]
+            corner = previous[i - size] if i >= size else 0
+            if kind == 1:
+                line[i] = (line[i] + left) & 0xFF
+            elif kind == 2:
+                line[i] = (line[i] + up) & 0xFF
+            elif kind == 3:
+                line[i] = (line[i] + (left + up) // 2) & 0xFF
+            elif kind == 4:
+                guess = left + up - corner
+                near = min((abs(guess - left), 0, left), (abs(guess - up), 1, up),
+                           (abs(guess - corner), 2, corner))
+                line[i] = (line[i] + near[2]) & 0xFF
+        rows.append([tuple(line[x * size:x * size + 3]) for x in range(width)])
+        previous = line
+    return width, height, rows

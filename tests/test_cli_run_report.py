@@ -242,6 +242,12 @@ def test_html_report_shows_every_dataset_and_rule_in_chromium(
                         quarantine: (s.querySelector('.quarantine-size') || {}).innerText,
                         chips: [...s.querySelectorAll('table.quarantine tbody tr')].map(
                           tr => [...tr.querySelectorAll('.chip')].map(c => c.innerText))})))""")
+        # The run recorded one update in the history: a chart of one point per rule
+        # (docs/history.md#trends-in-the-report), read by the report's own Spark process.
+        trends = browser.evaluate("""JSON.stringify([...document.querySelectorAll(
+            'figure.trend')].map(f => [f.closest('section').dataset.dataset, f.dataset.rule,
+              f.querySelectorAll('svg.trend-chart circle.point').length,
+              f.querySelector('.latest-value').textContent]))""")
     finally:
         browser.close()
     for dataset in ("orders_silver", "revenue_by_customer"):
@@ -267,6 +273,11 @@ def test_html_report_shows_every_dataset_and_rule_in_chromium(
     assert sorted(silver["chips"]) == sorted(row["_failed_expectations"]
                                              for row in tables["orders_silver_quarantine"])
     assert by_dataset["revenue_by_customer"]["dropped"] == "0"
+    assert sorted(json.loads(trends)) == sorted(
+        [dataset, row["expectation"], 1,
+         f"{100 * row['failed_records'] / row['total_records']:.1f}%"]
+        for dataset in ("orders_silver", "revenue_by_customer")
+        for row in tables[f"{dataset}_dq_metrics"])
 
 
 @pytest.fixture(scope="module")

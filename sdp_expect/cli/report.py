@@ -21,13 +21,13 @@ from sdp_expect.project import UsageProblem, find_spec, load_project
 from sdp_expect.report.as_json import to_json
 from sdp_expect.report.build import build_report
 from sdp_expect.report.html import render_html
-from sdp_expect.report.model import DEFAULT_SAMPLE, ReadError
+from sdp_expect.report.model import DEFAULT_SAMPLE, TREND_UPDATES, ReadError
 from sdp_expect.report.reader import load_history, read_tables, read_through_server
 from sdp_expect.report.text import to_text, use_color
 
 __all__ = ["REPORT_DESCRIPTION", "add_report", "add_report_arguments", "command_report"]
 
-REPORT_DESCRIPTION = """\
+REPORT_DESCRIPTION = f"""\
 Show the data quality of a pipeline's datasets as of the last successful
 update of each: every rule's action, passed and failed records and failure
 percentage, the records each dataset dropped and its quarantine. Reads the
@@ -39,8 +39,10 @@ serve` keeps the project's server up, the tables are read through it.
 
 With --html OUT.html, also write a page to look at: per dataset a bar per
 rule (passed against failed), the dropped records, the quarantine's size and
-a sample of quarantined records with their _failed_expectations. The page is
-one self-contained file (no script, nothing loaded from the network).
+a sample of quarantined records with their _failed_expectations, and each
+rule's failure rate over the pipeline's last {TREND_UPDATES} recorded updates (the
+history table sdp_expect_dq_history) as a chart. The page is one
+self-contained file (no script, nothing loaded from the network).
 
 Exit status: 0 the report was made; 1 the tables could not be read; 2 usage error.
 """
@@ -96,15 +98,16 @@ def command_report(args: argparse.Namespace) -> int:
     try:
         if warm is not None:  # it holds the project's catalog: read through it
             reading = read_through_server(warm.url, warm.token, catalog=project.catalog,
-                                          database=project.database, sample=args.sample)
+                                          database=project.database, sample=args.sample,
+                                          history_of=project.name)
         else:
             reading = read_tables(project.folder, confs, catalog=project.catalog,
                                   database=project.database, remote=remote,
-                                  sample=args.sample)
+                                  sample=args.sample, history_of=project.name)
     except ReadError as error:
         write_text(sys.stderr, f"sdp-expect report: cannot read the tables: {error}\n")
         return EXIT_PROBLEMS
-    report = build_report(reading, history=load_history(project.folder))
+    report = build_report(reading, history=load_history(project.folder), pipeline=project.name)
     if args.format == "json":
         write_text(sys.stdout, to_json(report, command="report", spec=str(project.spec)) + "\n")
     else:

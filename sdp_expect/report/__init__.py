@@ -8,8 +8,11 @@ and ``sdp-expect report`` shows, as text, JSON or an HTML page.
 - :mod:`~sdp_expect.report.history_table`: the history table ``sdp_expect_dq_history``
   and its event-log view, each update's counts appended after the update
   (docs/history.md);
+- :mod:`~sdp_expect.report.trends`: each rule's failure rate over the recorded
+  updates, from the history table's rows;
 - :mod:`~sdp_expect.report.text`, :mod:`~sdp_expect.report.as_json`,
-  :mod:`~sdp_expect.report.html`: the report shown.
+  :mod:`~sdp_expect.report.html`: the report shown (:mod:`~sdp_expect.report.svg_chart`:
+  the page's trend charts).
 
 Only the reader's own process and the history writer (inside its functions,
 given a Spark session) import pyspark.

@@ -6,11 +6,11 @@ import json
 from dataclasses import asdict
 from typing import Any, Optional
 
-from sdp_expect.report.model import DatasetSummary, QualityReport
+from sdp_expect.report.model import DatasetSummary, QualityReport, Trends
 from sdp_expect.violation import ToleranceFailure, TolerancePart, Violation
 
 __all__ = ["report_dict", "summary_dict", "to_json", "tolerance_failure_dict",
-           "tolerance_failure_from_dict", "violation_dict"]
+           "tolerance_failure_from_dict", "trends_dict", "violation_dict"]
 
 
 def violation_dict(violation: Violation, *, parsed: bool = True) -> dict[str, Any]:
@@ -68,8 +68,29 @@ def summary_dict(summary: DatasetSummary) -> dict[str, Any]:
     return data
 
 
+def trends_dict(trends: Trends) -> dict[str, Any]:
+    """The rules' failure rates over the recorded updates, as JSON-ready data
+    (docs/history.md#trends-in-the-report): per rule its updates oldest first, each with
+    its counts and ``failure_percentage`` (``null`` for an update that checked no record)."""
+    return {
+        "pipeline": trends.pipeline, "max_updates": trends.max_updates,
+        "updates": trends.updates,
+        "rules": [{"dataset": trend.dataset, "expectation": trend.expectation,
+                   "action": trend.action,
+                   "points": [{"update_id": point.update_id,
+                               "update_time": point.update_time.isoformat(),
+                               "failed_records": point.failed,
+                               "total_records": point.total,
+                               "failure_percentage": _percentage(point.failed, point.total)}
+                              for point in trend.points]}
+                  for trend in trends.rules],
+    }
+
+
 def report_dict(report: QualityReport) -> dict[str, Any]:
-    """The summary as JSON-ready data (the ``--format json`` document)."""
+    """The summary as JSON-ready data (the ``--format json`` document; ``trends`` only when
+    the history was read: ``sdp-expect report``)."""
+    trends = {} if report.trends is None else {"trends": trends_dict(report.trends)}
     return {
         "catalog": report.catalog,
         "database": report.database,
@@ -78,6 +99,7 @@ def report_dict(report: QualityReport) -> dict[str, Any]:
         "violations": [violation_dict(v) for v in report.violations],
         "tolerance_failures": [tolerance_failure_dict(f) for f in report.tolerance_failures],
         "notes": list(report.notes),
+        **trends,
     }
 
 

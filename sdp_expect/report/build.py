@@ -21,7 +21,9 @@ from sdp_expect.report.model import (
     QuarantineInfo,
     RuleResult,
     TableReading,
+    Trends,
 )
+from sdp_expect.report.trends import rule_trends
 from sdp_expect.violation import ToleranceFailure, Violation
 
 __all__ = ["build_report"]
@@ -76,7 +78,8 @@ def _short(name: str) -> str:
 def build_report(reading: TableReading, *, flows: Optional[Mapping[str, str]] = None,
                  violations: Sequence[Violation] = (), run_status: Optional[str] = None,
                  history: Optional[Mapping[str, Any]] = None,
-                 tolerance_failures: Sequence[ToleranceFailure] = ()) -> QualityReport:
+                 tolerance_failures: Sequence[ToleranceFailure] = (),
+                 pipeline: Optional[str] = None) -> QualityReport:
     """Combine what the tables hold with what a run said.
 
     :param reading: The tables, from :func:`~sdp_expect.report.reader.read_tables`.
@@ -89,6 +92,9 @@ def build_report(reading: TableReading, *, flows: Optional[Mapping[str, str]] = 
         violations and tolerance failures are shown.
     :param tolerance_failures: For ``run``: the flows it reported failed by rules over
         their tolerance.
+    :param pipeline: The pipeline's name: when the reading has history rows
+        (``read_tables(..., history_of=...)``), the report's :class:`Trends` are this
+        pipeline's.
     """
     states = {_short(flow): state for flow, state in (flows or {}).items()}
     if flows is None:
@@ -98,7 +104,7 @@ def build_report(reading: TableReading, *, flows: Optional[Mapping[str, str]] = 
     report = QualityReport(catalog=reading.catalog, database=reading.database,
                            run_status=run_status, violations=list(violations),
                            tolerance_failures=list(tolerance_failures),
-                           notes=list(reading.notes))
+                           notes=list(reading.notes), trends=_trends(reading, pipeline))
     quarantines = {str(q["dataset"]): q for q in reading.quarantines}
     kept = dict((history or {}).get("datasets", {}))
     for entry in reading.metrics:
@@ -127,6 +133,16 @@ def build_report(reading: TableReading, *, flows: Optional[Mapping[str, str]] = 
         report.datasets.append(summary)
     report.datasets.sort(key=lambda d: d.dataset)
     return report
+
+
+def _trends(reading: TableReading, pipeline: Optional[str]) -> Optional[Trends]:
+    """The rules' series over the updates the reading holds (``None``: none read)."""
+    if reading.history is None:
+        return None
+    rows = [row for row in reading.history if pipeline is None or row["pipeline"] == pipeline]
+    return Trends(pipeline=pipeline or "", max_updates=reading.history_updates,
+                  updates=len({str(row["update_id"]) for row in rows}),
+                  rules=tuple(rule_trends(rows, pipeline=pipeline)))
 
 
 def _kept_violations(history: Mapping[str, Any]) -> list[Violation]:

@@ -312,10 +312,13 @@ def record_history(spark: Any, *, pipeline: str, catalog: Optional[str] = None,
 
 def read_history(spark: Any, *, catalog: Optional[str] = None,
                  database: Optional[str] = None,
-                 limit: Optional[int] = None) -> list[dict[str, Any]]:
+                 limit: Optional[int] = None,
+                 pipeline: Optional[str] = None) -> list[dict[str, Any]]:
     """The history's rows, newest update first (an absent table: none), as JSON values.
 
-    :param limit: At most this many updates (``None``: all).
+    :param limit: At most this many updates (``None``: all): the newest ones (of
+        ``pipeline``, when given).
+    :param pipeline: Only this pipeline's rows (``None``: every pipeline's).
     """
     catalog = catalog or spark.catalog.currentCatalog()
     database = database or spark.catalog.currentDatabase()
@@ -323,12 +326,20 @@ def read_history(spark: Any, *, catalog: Optional[str] = None,
                                      f"{_quoted(names.HISTORY_TABLE)}"):
         return []
     table = _qualified(catalog, database, names.HISTORY_TABLE)
-    updates = ""
+    conditions = []
+    args: dict[str, Any] = {}
+    if pipeline is not None:
+        conditions.append("pipeline = :pipeline")
+        args["pipeline"] = pipeline
     if limit is not None:
-        updates = (f"WHERE update_id IN (SELECT update_id FROM {table} GROUP BY update_id "
-                   f"ORDER BY max(update_time) DESC LIMIT {int(limit)})")
-    rows = spark.sql(f"SELECT * FROM {table} {updates} "
-                     "ORDER BY update_time DESC, dataset, expectation").collect()
+        of_pipeline = "WHERE pipeline = :pipeline " if pipeline is not None else ""
+        conditions.append(f"update_id IN (SELECT update_id FROM {table} {of_pipeline}"
+                          "GROUP BY update_id "
+                          f"ORDER BY max(update_time) DESC LIMIT {int(limit)})")
+    where = ("WHERE " + " AND ".join(conditions)) if conditions else ""
+    rows = spark.sql(f"SELECT * FROM {table} {where} "
+                     "ORDER BY update_time DESC, dataset, expectation",
+                     args=args or None).collect()
     return [{key: (value.isoformat() if isinstance(value, datetime.datetime) else value)
              for key, value in row.asDict().items()} for row in rows]
 

@@ -3,7 +3,9 @@
 :func:`render_html` draws a :class:`~sdp_expect.report.model.QualityReport`:
 per dataset, a bar per rule (passed against failed records, coloured by the
 rule's action), the records the dataset dropped, its quarantine's size and a
-sample of quarantined records with their ``_failed_expectations``. The page
+sample of quarantined records with their ``_failed_expectations``, and, from the
+history table, each rule's failure rate over the recorded updates as an SVG chart
+(:mod:`~sdp_expect.report.svg_chart`). The page
 carries its own styles, has no script and loads nothing: it can be mailed,
 attached to a CI run, or opened offline.
 """
@@ -24,7 +26,9 @@ from sdp_expect.report.model import (
     DatasetSummary,
     QualityReport,
     RuleResult,
+    Trends,
 )
+from sdp_expect.report.svg_chart import trend_chart
 from sdp_expect.violation import ToleranceFailure, Violation, rate_text
 
 __all__ = ["render_html"]
@@ -99,7 +103,17 @@ h3 { font-size: 15px; margin: 18px 0 6px; }
 .tolerance.exceeded { color: #8a5a00; background: #fff8e1; border: 1px solid var(--warn);
   border-radius: 4px; padding: 1px 6px; font-weight: 600; }
 footer { color: var(--muted); font-size: 12px; padding: 0 32px 24px; }
+.trends { display: grid; grid-template-columns: repeat(auto-fill, minmax(390px, 1fr));
+  gap: 10px; }
+figure.trend { margin: 0; border: 1px solid var(--line); border-radius: 8px;
+  padding: 8px 6px 4px; background: #fff; }
+figure.trend figcaption { font-size: 13px; margin: 0 0 2px 6px; }
+figure.trend svg { display: block; max-width: 100%; height: auto; }
 """
+
+_ACCENT = {"warn": "#9a6700", "drop": "#e8590c", "fail": "#c62828"}
+"""The colour of a rule's latest point in its chart, by action (warn darker than its bar,
+for its value printed on white)."""
 
 _STATUS_BADGE = {
     UPDATED: ("updated in this run", ""),
@@ -249,7 +263,40 @@ def _unattached(report: QualityReport) -> str:
     return "\n".join(parts)
 
 
-def _dataset(summary: DatasetSummary) -> str:
+def _trends(summary: DatasetSummary, trends: Optional[Trends]) -> str:
+    """Per rule of the dataset, its failure rate over the recorded updates (a chart)."""
+    if trends is None:
+        return ""
+    heading = "<h3>Failure rate per update</h3>"
+    if not trends.rules:
+        return (f'{heading}<p class="note no-history">Trends: no history recorded yet '
+                "(<code>sdp-expect run</code> records each update in "
+                "<code>sdp_expect_dq_history</code>).</p>")
+    which = (f"the last {trends.updates} recorded" if trends.capped
+             else f"all {trends.updates} recorded")
+    x_title = f"update, oldest to newest ({which})"
+    rules = [(rule.expectation, rule.action) for rule in summary.rules] or [
+        (t.expectation, t.action) for t in trends.rules if t.dataset == summary.dataset]
+    figures = []
+    for expectation, action in rules:
+        trend = trends.of(summary.dataset, expectation)
+        chart = (trend_chart(trend, x_title=x_title, accent=_ACCENT.get(action, "#c62828"))
+                 if trend is not None else None)
+        if trend is None:
+            body = '<p class="note no-history">no history recorded yet for this rule</p>'
+        elif chart is None:
+            body = '<p class="note">no recorded update checked a record</p>'
+        else:
+            empty = sum(1 for p in trend.points if p.total == 0)
+            body = chart + (f'<p class="note">{empty} update{"s" if empty != 1 else ""} '
+                            "checked no record (no point)</p>" if empty else "")
+        figures.append(f'<figure class="trend" data-rule="{_e(expectation)}">'
+                       f"<figcaption><code>{_e(expectation)}</code></figcaption>{body}"
+                       "</figure>")
+    return f'{heading}<div class="trends">{"".join(figures)}</div>'
+
+
+def _dataset(summary: DatasetSummary, trends: Optional[Trends] = None) -> str:
     text, style = _STATUS_BADGE.get(summary.status, (summary.status, "muted"))
     if summary.recorded_at:
         text += f", kept at {summary.recorded_at}"
@@ -282,6 +329,7 @@ def _dataset(summary: DatasetSummary) -> str:
     else:
         parts.append('<p class="note">No metrics: the metrics table is empty (a failed update '
                      "records none).</p>")
+    parts.append(_trends(summary, trends))
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -320,10 +368,12 @@ def render_html(report: QualityReport, *, pipeline: str = "", generated_at: str 
         f'<a href="#{_anchor(d.dataset)}" class="{"failed" if d in failed else ""}">'
         f"{_e(d.dataset)}</a>" for d in report.datasets)
     meta = " · ".join(p for p in (f"catalog {where}" if where else "", generated_at) if p)
-    body = "\n".join([*(_dataset(d) for d in report.datasets), _unattached(report)]).strip() or (
+    body = "\n".join([*(_dataset(d, report.trends) for d in report.datasets),
+                      _unattached(report)]).strip() or (
         '<p class="note">No &lt;dataset&gt;_dq_metrics tables found: run the pipeline first '
         "(<code>sdp-expect run</code>).</p>")
     notes = "".join(f'<p class="note">{_e(n)}</p>' for n in report.notes)
+    history = "" if report.trends is None else " and the history table"
     boxes = "".join(f'<span class="total"><b>{n}</b>{_e(t)}</span>' for n, t in totals)
     return f"""<!DOCTYPE html>
 <html lang="en">
@@ -349,7 +399,7 @@ def render_html(report: QualityReport, *, pipeline: str = "", generated_at: str 
 {notes}
 </main>
 <footer>Made by sdp-expect{(" " + _e(version)) if version else ""} from the
-&lt;dataset&gt;_dq_metrics and quarantine tables.</footer>
+&lt;dataset&gt;_dq_metrics and quarantine tables{history}.</footer>
 </body>
 </html>
 """

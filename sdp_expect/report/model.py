@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from sdp_expect import names
+from sdp_expect.report.trends import RuleTrend
 from sdp_expect.violation import ToleranceFailure, Violation
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "SKIPPED",
     "STREAMING_METRICS_COMMENT",
     "TOLERANCE_METRICS_COLUMNS",
+    "TREND_UPDATES",
     "UPDATED",
     "WHOLE_METRICS_COLUMNS",
     "DatasetSummary",
@@ -39,6 +41,7 @@ __all__ = [
     "ReadError",
     "RuleResult",
     "TableReading",
+    "Trends",
 ]
 
 METRICS_SUFFIX = names.METRICS_SUFFIX
@@ -60,6 +63,9 @@ STREAMING_METRICS_COMMENT = names.metrics_comment("", streaming=True).split(", "
 """Part of the comment of a streaming table's metrics table."""
 DEFAULT_SAMPLE = 20
 """Quarantined rows read per dataset, by default."""
+TREND_UPDATES = 30
+"""The report's trends show at most this many updates: the pipeline's newest recorded
+ones (docs/history.md#trends-in-the-report)."""
 
 # Dataset states shown in a summary.
 UPDATED = "updated"
@@ -184,6 +190,35 @@ class DatasetSummary:
         return bool(self.rules)
 
 
+@dataclass(frozen=True)
+class Trends:
+    """Each rule's failure rate over the pipeline's recorded updates (the history table,
+    docs/history.md#trends-in-the-report), as the report shows it.
+
+    :param pipeline: The pipeline whose history was read.
+    :param max_updates: At most this many updates were read: the newest.
+    :param updates: How many updates were read (``updates == max_updates``: there may be
+        older ones).
+    :param rules: One trend per dataset and expectation with rows among them
+        (:func:`~sdp_expect.report.trends.rule_trends`); empty when nothing is recorded.
+    """
+
+    pipeline: str
+    max_updates: int
+    updates: int
+    rules: tuple[RuleTrend, ...] = ()
+
+    def of(self, dataset: str, expectation: str) -> Optional[RuleTrend]:
+        """The trend of ``expectation`` on ``dataset``, if the history has it."""
+        return next((t for t in self.rules
+                     if t.dataset == dataset and t.expectation == expectation), None)
+
+    @property
+    def capped(self) -> bool:
+        """Whether older updates may have been left out (as many were read as allowed)."""
+        return self.updates >= self.max_updates
+
+
 @dataclass
 class QualityReport:
     """Everything a summary shows.
@@ -196,6 +231,8 @@ class QualityReport:
     :param database: The database (schema) read.
     :param run_status: The run's final state (``COMPLETED``, ``FAILED``...), for ``run``.
     :param notes: Things the reader should know (a table that could not be read...).
+    :param trends: The rules' failure rates over the recorded updates; ``None`` when the
+        history was not read (``sdp-expect run``'s summary, or it could not be read).
     """
 
     datasets: list[DatasetSummary] = field(default_factory=list)
@@ -205,6 +242,7 @@ class QualityReport:
     database: Optional[str] = None
     run_status: Optional[str] = None
     notes: list[str] = field(default_factory=list)
+    trends: Optional[Trends] = None
 
     def dataset(self, name: str) -> Optional[DatasetSummary]:
         """The summary of ``name``, if it has one."""
@@ -221,6 +259,10 @@ class TableReading:
     :param quarantines: Per quarantine table: ``table``, ``dataset``, ``records``,
         ``columns``, ``sample``.
     :param notes: Tables it could not read, and why.
+    :param history: The history table's rows of the pipeline's newest
+        ``history_updates`` updates (:func:`~sdp_expect.report.history_table.read_history`;
+        none when the table does not exist); ``None`` when not read.
+    :param history_updates: The most updates read from the history.
     """
 
     catalog: str
@@ -228,6 +270,8 @@ class TableReading:
     metrics: list[dict[str, Any]]
     quarantines: list[dict[str, Any]]
     notes: list[str]
+    history: Optional[list[dict[str, Any]]] = None
+    history_updates: int = TREND_UPDATES
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TableReading:
@@ -235,4 +279,7 @@ class TableReading:
         return cls(catalog=str(data.get("catalog") or ""), database=str(data.get("database") or ""),
                    metrics=list(data.get("metrics", [])),
                    quarantines=list(data.get("quarantines", [])),
-                   notes=[str(note) for note in data.get("notes", [])])
+                   notes=[str(note) for note in data.get("notes", [])],
+                   history=(list(data["history"]) if data.get("history") is not None
+                            else None),
+                   history_updates=int(data.get("history_updates") or TREND_UPDATES))

@@ -32,6 +32,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from sdp_expect import names
 from sdp_expect.report.as_json import summary_dict, tolerance_failure_dict, violation_dict
+from sdp_expect.report.history_table import read_history
 from sdp_expect.report.model import (
     DEFAULT_SAMPLE,
     FAILED_EXPECTATIONS,
@@ -39,6 +40,7 @@ from sdp_expect.report.model import (
     METRICS_SUFFIX,
     QUARANTINE_COMMENT,
     TOLERANCE_METRICS_COLUMNS,
+    TREND_UPDATES,
     UPDATED,
     WHOLE_METRICS_COLUMNS,
     QualityReport,
@@ -70,7 +72,9 @@ def reader_environment() -> dict[str, str]:
 
 def read_tables(folder: Path, confs: Mapping[str, str], *, catalog: Optional[str],
                 database: Optional[str], remote: Optional[str] = None,
-                sample: int = DEFAULT_SAMPLE, timeout: float = 900.0) -> TableReading:
+                sample: int = DEFAULT_SAMPLE, history_of: Optional[str] = None,
+                history_updates: int = TREND_UPDATES,
+                timeout: float = 900.0) -> TableReading:
     """Read the metrics and quarantine tables of a project's catalog.
 
     Starts ``python -m sdp_expect.report.reader`` in ``folder`` with a local Spark
@@ -82,6 +86,9 @@ def read_tables(folder: Path, confs: Mapping[str, str], *, catalog: Optional[str
     :param database: The spec's database; ``None`` for the session's current one.
     :param remote: A Spark Connect URL (``sc://...``) to read through instead.
     :param sample: Quarantined records to read per dataset.
+    :param history_of: Also read this pipeline's newest ``history_updates`` updates of
+        the history table (the report's trends); ``None``: do not.
+    :param history_updates: How many updates of the history to read at most.
     :param timeout: Seconds to wait for the reader.
     :raises ReadError: when the reader fails; the message ends with its last output lines.
     """
@@ -95,6 +102,8 @@ def read_tables(folder: Path, confs: Mapping[str, str], *, catalog: Optional[str
             command += ["--database", database]
         if remote:
             command += ["--remote", remote]
+        if history_of is not None:
+            command += ["--history-of", history_of, "--history-updates", str(history_updates)]
         for key, value in confs.items():
             command += ["--conf", f"{key}={value}"]
         try:
@@ -153,7 +162,8 @@ def _read_in_this_process(options: argparse.Namespace) -> dict[str, Any]:
         spark.sparkContext.setLogLevel("ERROR")
     try:
         return _collect(spark, catalog=options.catalog, database=options.database,
-                        sample=options.sample)
+                        sample=options.sample, history_of=options.history_of,
+                        history_updates=options.history_updates)
     finally:
         spark.stop()
 
@@ -166,7 +176,9 @@ def prepare_reading() -> None:
 
 
 def read_through_server(url: str, token: str, *, catalog: Optional[str],
-                        database: Optional[str], sample: int = DEFAULT_SAMPLE) -> TableReading:
+                        database: Optional[str], sample: int = DEFAULT_SAMPLE,
+                        history_of: Optional[str] = None,
+                        history_updates: int = TREND_UPDATES) -> TableReading:
     """Read the metrics and quarantine tables through a project's own Spark Connect server
     (``sdp-expect run``'s, or the one ``sdp-expect serve`` keeps), in this process.
 
@@ -179,6 +191,9 @@ def read_through_server(url: str, token: str, *, catalog: Optional[str],
     :param catalog: The spec's catalog; ``None`` for the session's current one.
     :param database: The spec's database; ``None`` for the session's current one.
     :param sample: Quarantined records to read per dataset.
+    :param history_of: Also read this pipeline's newest ``history_updates`` updates of
+        the history table; ``None``: do not.
+    :param history_updates: How many updates of the history to read at most.
     :raises ReadError: when the server cannot be reached or a table cannot be read.
     """
     from pyspark.sql.connect.session import SparkSession
@@ -187,7 +202,8 @@ def read_through_server(url: str, token: str, *, catalog: Optional[str],
         spark = SparkSession.builder.remote(f"{url}/;token={token}").create()
         try:
             return TableReading.from_json(_collect(spark, catalog=catalog, database=database,
-                                                   sample=sample))
+                                                   sample=sample, history_of=history_of,
+                                                   history_updates=history_updates))
         finally:
             spark.stop()
     except Exception as error:  # Spark's errors, as the reader process reports them
@@ -196,8 +212,10 @@ def read_through_server(url: str, token: str, *, catalog: Optional[str],
 
 
 def _collect(spark: Any, *, catalog: Optional[str], database: Optional[str],
-             sample: int) -> dict[str, Any]:
-    """What a summary needs from the catalog, as JSON values."""
+             sample: int, history_of: Optional[str] = None,
+             history_updates: int = TREND_UPDATES) -> dict[str, Any]:
+    """What a summary needs from the catalog, as JSON values (and, for ``history_of``,
+    that pipeline's newest ``history_updates`` updates of the history table)."""
     notes: list[str] = []
     if catalog:
         spark.catalog.setCurrentCatalog(catalog)
@@ -231,8 +249,19 @@ def _collect(spark: Any, *, catalog: Optional[str], database: Optional[str],
                 for row in frame.limit(sample).collect()]
         quarantines.append({"table": name, "dataset": dataset, "records": frame.count(),
                             "columns": list(frame.columns), "sample": rows})
-    return {"catalog": catalog, "database": database, "metrics": metrics,
-            "quarantines": quarantines, "notes": notes}
+    found: dict[str, Any] = {"catalog": catalog, "database": database, "metrics": metrics,
+                             "quarantines": quarantines, "notes": notes}
+    if history_of is not None:
+        found["history_updates"] = history_updates
+        try:
+            found["history"] = [_json_ready(row) for row in read_history(
+                spark, catalog=catalog, database=database, limit=history_updates,
+                pipeline=history_of)]
+        except Exception as error:  # the report is still made, without its trends
+            first = str(error).strip().splitlines()[:1] or [type(error).__name__]
+            notes.append(f"the history table {names.HISTORY_TABLE} could not be read: "
+                         f"{first[0]}")
+    return found
 
 
 def _reader_main(argv: Optional[Sequence[str]] = None) -> int:
@@ -244,6 +273,8 @@ def _reader_main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--database")
     parser.add_argument("--remote")
     parser.add_argument("--sample", type=int, default=DEFAULT_SAMPLE)
+    parser.add_argument("--history-of")
+    parser.add_argument("--history-updates", type=int, default=TREND_UPDATES)
     parser.add_argument("--conf", action="append", default=[])
     options = parser.parse_args(argv)
     found = _read_in_this_process(options)
