@@ -23,18 +23,16 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import re
 import subprocess
-import sys
-import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Collection, Mapping, Optional, Sequence
+from typing import Any, Callable, Collection, Mapping, Optional, Sequence, TypeVar
 
 from sdp_expect import names
 from sdp_expect.report.model import STREAMING_METRICS_COMMENT, UPDATED, QualityReport
+from sdp_expect.report.own_process import run_module
 
 __all__ = [
     "HISTORY_COLUMNS",
@@ -76,6 +74,8 @@ HISTORY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("last_batch_time", "TIMESTAMP"),
 )
 """The history table's columns and types, in order (docs/history.md#the-table)."""
+
+_T = TypeVar("_T")
 
 MATERIALIZED_VIEW = "materialized view"
 """``dataset_kind`` of a materialized view."""
@@ -409,63 +409,55 @@ def _through(url: str, token: Optional[str]) -> str:
     return f"{url}/;token={token}" if token else url
 
 
-def record_through(url: str, token: Optional[str], **options: Any) -> HistoryWrite:
-    """:func:`record_history` through a Spark Connect server (the project's, with its
-    ``token``, or a user's ``--remote``), in this process.
+def _on_server(url: str, token: Optional[str], work: Callable[[Any], _T]) -> _T:
+    """``work(spark)`` in a session of the Spark Connect server at ``url``, stopped after.
 
-    :raises HistoryError: when the server cannot be reached or a statement fails.
+    :raises HistoryError: when the server cannot be reached or ``work`` fails (a
+        :class:`HistoryError` of ``work`` as it is, another error by its first line).
     """
     try:
         spark = _connect(_through(url, token))
     except Exception as error:
         raise HistoryError(f"cannot reach {url}: {error}") from error
     try:
-        return record_history(spark, **options)
-    finally:
-        spark.stop()
-
-
-def show_through(url: str, token: Optional[str], **options: Any) -> list[dict[str, Any]]:
-    """:func:`read_history` through a Spark Connect server, in this process."""
-    try:
-        spark = _connect(_through(url, token))
-    except Exception as error:
-        raise HistoryError(f"cannot reach {url}: {error}") from error
-    try:
-        return read_history(spark, **options)
+        return work(spark)
+    except HistoryError:
+        raise
     except Exception as error:
         raise HistoryError(str(error).strip().splitlines()[0]) from error
     finally:
         spark.stop()
 
 
+def record_through(url: str, token: Optional[str], **options: Any) -> HistoryWrite:
+    """:func:`record_history` through a Spark Connect server (the project's, with its
+    ``token``, or a user's ``--remote``), in this process.
+
+    :raises HistoryError: when the server cannot be reached or a statement fails.
+    """
+    return _on_server(url, token, lambda spark: record_history(spark, **options))
+
+
+def show_through(url: str, token: Optional[str], **options: Any) -> list[dict[str, Any]]:
+    """:func:`read_history` through a Spark Connect server, in this process."""
+    return _on_server(url, token, lambda spark: read_history(spark, **options))
+
+
 def _in_own_process(folder: Path, confs: Mapping[str, str], arguments: Sequence[str],
                     timeout: float) -> Any:
     """Run ``python -m sdp_expect.report.history_table`` on the project's local catalog
     (the embedded Derby metastore admits one process at a time) and return its JSON."""
-    from sdp_expect.report.reader import reader_environment
-
-    with tempfile.TemporaryDirectory(prefix="sdp-expect-history-") as scratch:
-        out = os.path.join(scratch, "out.json")
-        command = [sys.executable, "-m", "sdp_expect.report.history_table", "--out", out,
-                   *arguments]
-        for key, value in confs.items():
-            command += ["--conf", f"{key}={value}"]
-        try:
-            done = subprocess.run(command, cwd=folder, env=reader_environment(),
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  timeout=timeout, check=False)
-        except subprocess.TimeoutExpired as error:
-            raise HistoryError(f"the history took more than {timeout:.0f} s") from error
-        if not os.path.exists(out):
-            tail = "\n".join(done.stdout.decode("utf-8", "replace").strip().splitlines()[-15:])
-            raise HistoryError(f"the history process exited with status {done.returncode}:\n"
-                               f"{tail}")
-        with open(out, encoding="utf-8") as handle:
-            found = json.load(handle)
-        if "error" in found:
-            raise HistoryError(str(found["error"]))
-        return found["result"]
+    try:
+        done = run_module("sdp_expect.report.history_table", arguments, folder=folder,
+                          confs=confs, timeout=timeout)
+    except subprocess.TimeoutExpired as error:
+        raise HistoryError(f"the history took more than {timeout:.0f} s") from error
+    if done.result is None:
+        raise HistoryError(f"the history process exited with status {done.returncode}:\n"
+                           f"{done.tail}")
+    if "error" in done.result:
+        raise HistoryError(str(done.result["error"]))
+    return done.result["result"]
 
 
 def _options_arguments(catalog: Optional[str], database: Optional[str]) -> list[str]:
@@ -504,16 +496,7 @@ def record_in_own_process(folder: Path, confs: Mapping[str, str], *, pipeline: s
 
 def recent_through(url: str, token: Optional[str], **options: Any) -> list[dict[str, Any]]:
     """:func:`read_recent` through a Spark Connect server, in this process."""
-    try:
-        spark = _connect(_through(url, token))
-    except Exception as error:
-        raise HistoryError(f"cannot reach {url}: {error}") from error
-    try:
-        return read_recent(spark, **options)
-    except Exception as error:
-        raise HistoryError(str(error).strip().splitlines()[0]) from error
-    finally:
-        spark.stop()
+    return _on_server(url, token, lambda spark: read_recent(spark, **options))
 
 
 def recent_in_own_process(folder: Path, confs: Mapping[str, str], *, pipeline: str,

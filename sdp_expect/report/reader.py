@@ -24,8 +24,6 @@ import json
 import math
 import os
 import subprocess
-import sys
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
@@ -47,27 +45,13 @@ from sdp_expect.report.model import (
     ReadError,
     TableReading,
 )
+from sdp_expect.report.own_process import run_module
 
 __all__ = ["HISTORY_FILE", "load_history", "prepare_reading", "read_tables",
-           "read_through_server", "reader_environment", "save_history"]
+           "read_through_server", "save_history"]
 
 HISTORY_FILE = os.path.join(".sdp-expect", "dq-history.json")
 """Where ``sdp-expect run`` keeps each dataset's last successful summary (in the project)."""
-
-
-def reader_environment() -> dict[str, str]:
-    """The environment of a local Spark process started from here.
-
-    Drops the state a Spark Connect client leaves in ``os.environ`` (a reader must
-    start a plain local session, not connect) and runs Spark's Python workers
-    with this Python.
-    """
-    env = dict(os.environ)
-    for key in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE", "SPARK_REMOTE",
-                "SPARK_CONNECT_AUTHENTICATE_TOKEN"):
-        env.pop(key, None)
-    env.setdefault("PYSPARK_PYTHON", sys.executable)
-    return env
 
 
 def read_tables(folder: Path, confs: Mapping[str, str], *, catalog: Optional[str],
@@ -92,32 +76,23 @@ def read_tables(folder: Path, confs: Mapping[str, str], *, catalog: Optional[str
     :param timeout: Seconds to wait for the reader.
     :raises ReadError: when the reader fails; the message ends with its last output lines.
     """
-    with tempfile.TemporaryDirectory(prefix="sdp-expect-read-") as scratch:
-        out = os.path.join(scratch, "tables.json")
-        command = [sys.executable, "-m", "sdp_expect.report.reader", "--out", out,
-                   "--sample", str(sample)]
-        if catalog:
-            command += ["--catalog", catalog]
-        if database:
-            command += ["--database", database]
-        if remote:
-            command += ["--remote", remote]
-        if history_of is not None:
-            command += ["--history-of", history_of, "--history-updates", str(history_updates)]
-        for key, value in confs.items():
-            command += ["--conf", f"{key}={value}"]
-        try:
-            done = subprocess.run(command, cwd=folder, env=reader_environment(),
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  timeout=timeout, check=False)
-        except subprocess.TimeoutExpired as error:
-            raise ReadError(f"reading the tables took more than {timeout:.0f} s") from error
-        output = done.stdout.decode("utf-8", "replace")
-        if done.returncode != 0 or not os.path.exists(out):
-            tail = "\n".join(output.strip().splitlines()[-15:])
-            raise ReadError(f"the table reader exited with status {done.returncode}:\n{tail}")
-        with open(out, encoding="utf-8") as handle:
-            return TableReading.from_json(json.load(handle))
+    arguments = ["--sample", str(sample)]
+    if catalog:
+        arguments += ["--catalog", catalog]
+    if database:
+        arguments += ["--database", database]
+    if remote:
+        arguments += ["--remote", remote]
+    if history_of is not None:
+        arguments += ["--history-of", history_of, "--history-updates", str(history_updates)]
+    try:
+        done = run_module("sdp_expect.report.reader", arguments, folder=folder, confs=confs,
+                          timeout=timeout)
+    except subprocess.TimeoutExpired as error:
+        raise ReadError(f"reading the tables took more than {timeout:.0f} s") from error
+    if done.returncode != 0 or done.result is None:
+        raise ReadError(f"the table reader exited with status {done.returncode}:\n{done.tail}")
+    return TableReading.from_json(done.result)
 
 
 def _json_ready(value: Any) -> Any:
