@@ -553,7 +553,7 @@ def parse_tolerance_message(text: str) -> Optional[ToleranceFailure]:
     return found[0] if found else None
 
 
-# --------------------------------------------------------------------------- the dataset rule parser
+# ------------------------------------------------------------------- the dataset rule parser
 
 _DATASET_RULE_FLOW = f"{DATASET_RULE_TAG} Flow "
 _OBSERVED = re.compile(r"0|[1-9][0-9]*|true|false|NULL")
