@@ -1,5 +1,5 @@
-"""The ``[EXPECTATION_VIOLATION]`` and ``[EXPECTATION_TOLERANCE_EXCEEDED]`` messages: their
-format and their parser, side by side.
+"""The ``[EXPECTATION_VIOLATION]``, ``[EXPECTATION_TOLERANCE_EXCEEDED]`` and
+``[EXPECTATION_DATASET_RULE_FAILED]`` messages: their format and their parser, side by side.
 
 A record that violates fail expectations stops its flow with Spark's
 ``raise_error`` and this message (Lakeflow's wording), on one line::
@@ -56,10 +56,12 @@ docs/row-count-rules.md) that does not hold stops its flow with the third messag
     'not_empty': observed 0, expected at least 1.
 
 written by :func:`dataset_rule_message_sql` (its Python twin:
-:func:`format_dataset_rule_message`): the rules in declaration order, separated by
-``; ``, each with what it observed (the record count; an aggregate's value ``true``,
-``false`` or ``NULL``) and what it expects. It has no reader: ``sdp-expect run`` shows
-it as Spark's error of the failed flow.
+:func:`format_dataset_rule_message`) and read back by :func:`find_dataset_rule_failures`:
+the rules in declaration order, separated by ``; ``, each a quoted name with what it
+observed (the record count; an aggregate's value ``true``, ``false`` or ``NULL``) and
+what it expects (a row count's bounds, ``at least 1``, ``at most 10``, ``at least 1 and
+at most 10``; an aggregate's ``true``). ``tests/test_dataset_rule_message.py`` checks
+that the reader is the exact inverse of the writer.
 
 This module imports no pyspark (``sdp-expect run`` and ``report`` use it);
 :func:`message_sql`, called by the compiler only, takes the compiler's SQL
@@ -82,10 +84,14 @@ __all__ = [
     "TAG",
     "DATASET_RULE_TAG",
     "TOLERANCE_TAG",
+    "DatasetRuleFailure",
+    "DatasetRulePart",
     "ToleranceFailure",
     "TolerancePart",
     "dataset_rule_message_sql",
+    "find_dataset_rule_failures",
     "find_tolerance_failures",
+    "format_dataset_rule_failure",
     "format_dataset_rule_message",
     "format_tolerance_failure",
     "format_tolerance_message",
@@ -98,6 +104,7 @@ __all__ = [
     "message_sql",
     "names_text",
     "parse",
+    "parse_dataset_rule_message",
     "quote",
 ]
 
@@ -287,15 +294,56 @@ DATASET_RULE_TAG = "[EXPECTATION_DATASET_RULE_FAILED]"
 _DATASET_RULE_HEAD = " failed: dataset rules not met: "
 
 
-def format_dataset_rule_message(dataset: str,
-                                parts: Sequence[tuple[str, Optional[str], str]]) -> str:
+@dataclass(frozen=True)
+class DatasetRulePart:
+    """One fail rule on the dataset as a whole that does not hold, as the message says it.
+
+    :param name: The rule.
+    :param observed: What it observed: the record count (``"0"``), an aggregate's value
+        (``"true"``, ``"false"``), or None for NULL.
+    :param expected: What it expects: a row count's bounds (``"at least 1"``, ``"at most
+        10"``, ``"at least 1 and at most 10"``), an aggregate's ``"true"``.
+    """
+
+    name: str
+    observed: Optional[str]
+    expected: str
+
+
+@dataclass(frozen=True)
+class DatasetRuleFailure:
+    """A flow failed by fail rules on the dataset as a whole, as its message says.
+
+    :param dataset: The dataset whose flow failed.
+    :param parts: The rules that do not hold, in declaration order.
+    """
+
+    dataset: str
+    parts: tuple[DatasetRulePart, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parts", tuple(self.parts))
+
+
+def format_dataset_rule_message(
+        dataset: str,
+        parts: Sequence[DatasetRulePart | tuple[str, Optional[str], str]]) -> str:
     """The message Spark raises when the fail rules on the dataset as a whole ``parts``
-    (name, observed value or None, expected) do not hold (what
-    :func:`dataset_rule_message_sql` builds)."""
+    (each a :class:`DatasetRulePart` or its ``(name, observed or None, expected)``) do not
+    hold (what :func:`dataset_rule_message_sql` builds)."""
     said = _PART_SEPARATOR.join(
         f"{quote(name)}: observed {'NULL' if observed is None else observed}, "
-        f"expected {expected}" for name, observed, expected in parts)
+        f"expected {expected}"
+        for name, observed, expected in (
+            (p.name, p.observed, p.expected) if isinstance(p, DatasetRulePart) else p
+            for p in parts))
     return f"{DATASET_RULE_TAG} Flow {quote(dataset)}{_DATASET_RULE_HEAD}{said}."
+
+
+def format_dataset_rule_failure(failure: DatasetRuleFailure) -> str:
+    """The message of ``failure`` (:func:`format_dataset_rule_message`); read back by
+    :func:`find_dataset_rule_failures`."""
+    return format_dataset_rule_message(failure.dataset, failure.parts)
 
 
 def dataset_rule_message_sql(dataset: str,
@@ -383,6 +431,39 @@ def _parse_at(text: str, start: int) -> Optional[tuple[Violation, int]]:
     return Violation(dataset=flow[0], expectations=tuple(names), record=text[at:end]), after
 
 
+_Message = TypeVar("_Message")
+
+
+def _find_each(text: str, tag: str,
+               message_at: Callable[[str, int], Optional[tuple[_Message, int]]]) -> list[_Message]:
+    """Every message read by ``message_at`` where ``tag`` starts the text or follows a
+    space, once each, in order (the one search loop of the three readers); where it does
+    not read, the search goes on after the tag."""
+    found: list[_Message] = []
+    at = text.find(tag)
+    while at >= 0:
+        parsed = message_at(text, at) if at == 0 or text[at - 1].isspace() else None
+        if parsed is None:
+            at = text.find(tag, at + 1)
+            continue
+        message, end = parsed
+        if message not in found:
+            found.append(message)
+        at = text.find(tag, end)
+    return found
+
+
+def _ends_message(text: str, at: int) -> Optional[int]:
+    """Where a message that ends with ``.`` at ``at`` ends, if the ``.`` is there and is
+    followed by the end of the text or a space."""
+    if not text.startswith(".", at):
+        return None
+    after = at + 1
+    if after < len(text) and not text[after].isspace():
+        return None
+    return after
+
+
 def find_all(text: str) -> list[Violation]:
     """Every violation message in ``text``, once each, in order.
 
@@ -390,18 +471,7 @@ def find_all(text: str) -> list[Violation]:
     after a space; text that does not follow the grammar (a query plan quoting
     the message's SQL) is skipped, and so is anything inside a record.
     """
-    found: list[Violation] = []
-    at = text.find(TAG)
-    while at >= 0:
-        parsed = _parse_at(text, at) if at == 0 or text[at - 1].isspace() else None
-        if parsed is None:
-            at = text.find(TAG, at + 1)
-            continue
-        violation, end = parsed
-        if violation not in found:
-            found.append(violation)
-        at = text.find(TAG, end)
-    return found
+    return _find_each(text, TAG, _parse_at)
 
 
 def parse(text: str) -> Optional[Violation]:
@@ -458,10 +528,8 @@ def _tolerance_at(text: str, start: int) -> Optional[tuple[ToleranceFailure, int
     if listed is None:
         return None
     parts, at = listed
-    if not text.startswith(".", at):
-        return None
-    after = at + 1
-    if after < len(text) and not text[after].isspace():
+    after = _ends_message(text, at)
+    if after is None:
         return None
     return ToleranceFailure(dataset=flow[0], parts=tuple(parts)), after
 
@@ -476,21 +544,75 @@ def find_tolerance_failures(text: str) -> list[ToleranceFailure]:
     the message ends with ``.`` before the end of the text or a space. Text that does
     not follow it (a query plan quoting the message's SQL) is skipped.
     """
-    found: list[ToleranceFailure] = []
-    at = text.find(TOLERANCE_TAG)
-    while at >= 0:
-        parsed = _tolerance_at(text, at) if at == 0 or text[at - 1].isspace() else None
-        if parsed is None:
-            at = text.find(TOLERANCE_TAG, at + 1)
-            continue
-        failure, end = parsed
-        if failure not in found:
-            found.append(failure)
-        at = text.find(TOLERANCE_TAG, end)
-    return found
+    return _find_each(text, TOLERANCE_TAG, _tolerance_at)
 
 
 def parse_tolerance_message(text: str) -> Optional[ToleranceFailure]:
     """The first tolerance message in ``text`` (one output line, or an error message)."""
     found = find_tolerance_failures(text)
+    return found[0] if found else None
+
+
+# ------------------------------------------------------------------- the dataset rule parser
+
+_DATASET_RULE_FLOW = f"{DATASET_RULE_TAG} Flow "
+_OBSERVED = re.compile(r"0|[1-9][0-9]*|true|false|NULL")
+"""What a rule on the dataset as a whole observed: a record count, an aggregate's value."""
+_EXPECTED = re.compile(r"true|at least (?:0|[1-9][0-9]*)(?: and at most (?:0|[1-9][0-9]*))?"
+                       r"|at most (?:0|[1-9][0-9]*)")
+"""What it expects: an aggregate's ``true``, a row count's bounds (``RowCount.bound_text``)."""
+
+
+def _dataset_rule_part_at(text: str, start: int) -> Optional[tuple[DatasetRulePart, int]]:
+    """One ``'rule': observed O, expected E``."""
+    name = _unquote(text, start)
+    if name is None or not text.startswith(": observed ", name[1]):
+        return None
+    observed = _OBSERVED.match(text, name[1] + len(": observed "))
+    if observed is None or not text.startswith(", expected ", observed.end()):
+        return None
+    expected = _EXPECTED.match(text, observed.end() + len(", expected "))
+    if expected is None:
+        return None
+    value = observed.group(0)
+    return (DatasetRulePart(name[0], None if value == "NULL" else value, expected.group(0)),
+            expected.end())
+
+
+def _dataset_rule_at(text: str, start: int) -> Optional[tuple[DatasetRuleFailure, int]]:
+    """The dataset rule message starting at ``start`` and where it ends, if one starts there."""
+    if not text.startswith(_DATASET_RULE_FLOW, start):
+        return None
+    flow = _unquote(text, start + len(_DATASET_RULE_FLOW))
+    if flow is None or not text.startswith(_DATASET_RULE_HEAD, flow[1]):
+        return None
+    listed = _separated(text, flow[1] + len(_DATASET_RULE_HEAD), _dataset_rule_part_at,
+                        _PART_SEPARATOR)
+    if listed is None:
+        return None
+    parts, at = listed
+    after = _ends_message(text, at)
+    if after is None:
+        return None
+    return DatasetRuleFailure(dataset=flow[0], parts=tuple(parts)), after
+
+
+def find_dataset_rule_failures(text: str) -> list[DatasetRuleFailure]:
+    """Every ``[EXPECTATION_DATASET_RULE_FAILED]`` message in ``text``, once each, in order.
+
+    The reader of what :func:`dataset_rule_message_sql` makes Spark raise (and
+    :func:`format_dataset_rule_message` writes), by the grammar of :func:`find_all`: a
+    message starts at the tag at the start of the text or after a space, names are
+    quoted names in their canonical form, an observed value is a count (digits without
+    leading zeros), ``true``, ``false`` or ``NULL``, what is expected is ``true`` or a row
+    count's bounds, and the message ends with ``.`` before the end of the text or a
+    space. Text that does not follow it (a query plan quoting the message's SQL, a cut
+    message) is skipped.
+    """
+    return _find_each(text, DATASET_RULE_TAG, _dataset_rule_at)
+
+
+def parse_dataset_rule_message(text: str) -> Optional[DatasetRuleFailure]:
+    """The first dataset rule message in ``text`` (one output line, or an error message)."""
+    found = find_dataset_rule_failures(text)
     return found[0] if found else None

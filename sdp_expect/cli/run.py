@@ -51,7 +51,12 @@ from sdp_expect.report.alerts import (
     evaluate_alerts,
     unmatched_alert_keys,
 )
-from sdp_expect.report.as_json import report_dict, tolerance_failure_dict, violation_dict
+from sdp_expect.report.as_json import (
+    dataset_rule_failure_dict,
+    report_dict,
+    tolerance_failure_dict,
+    violation_dict,
+)
 from sdp_expect.report.build import build_report
 from sdp_expect.report.comparison import add_trends, alert_lines, comparison_lines, this_update
 from sdp_expect.report.model import DEFAULT_SAMPLE, QualityReport, ReadError
@@ -62,6 +67,7 @@ from sdp_expect.report.reader import (
     save_history,
 )
 from sdp_expect.report.text import (
+    dataset_rule_lines,
     paint,
     to_text,
     tolerance_lines,
@@ -225,7 +231,7 @@ def exit_status(outcome: Outcome) -> int:
     if outcome.returncode == 2:
         return EXIT_USAGE
     if outcome.returncode != 0 or outcome.events.violations \
-            or outcome.events.tolerance_failures:
+            or outcome.events.tolerance_failures or outcome.events.dataset_rule_failures:
         return EXIT_PROBLEMS
     if outcome.events.run_state not in (None, "COMPLETED"):
         return EXIT_PROBLEMS
@@ -253,6 +259,7 @@ def summarize_run(project: Project, outcome: Outcome, sample: int, *,
     events = outcome.events
     return build_report(reading, flows=events.flows, violations=events.violations,
                         tolerance_failures=events.tolerance_failures,
+                        dataset_rule_failures=events.dataset_rule_failures,
                         run_status=events.run_state or ("COMPLETED" if outcome.returncode == 0
                                                         else "FAILED"))
 
@@ -268,6 +275,9 @@ def _final_line(action: str, outcome: Outcome, status: int, color: bool,
     if over:
         text += (f", {over} flow{'s' if over != 1 else ''} over "
                  f"{'their' if over != 1 else 'its'} tolerance")
+    unmet = len(outcome.events.dataset_rule_failures)
+    if unmet:
+        text += f", {unmet} flow{'s' if unmet != 1 else ''} failed by dataset rules"
     if alerts:
         text += f", {alerts} alert{'s' if alerts != 1 else ''}"
     text += f" (exit status {status})"
@@ -387,6 +397,8 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
             document["violations"] = [violation_dict(v) for v in outcome.events.violations]
             document["tolerance_failures"] = [tolerance_failure_dict(f) for f
                                               in outcome.events.tolerance_failures]
+            document["dataset_rule_failures"] = [dataset_rule_failure_dict(f) for f
+                                                 in outcome.events.dataset_rule_failures]
         if alerting:
             document["alert_setting_warnings"] = [w.as_dict() for w in setting_warnings]
             document["alerts"] = [alert.as_dict() for alert in alerts]
@@ -398,9 +410,11 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
         extra = comparison_lines(trends, color=color) + alert_lines(alerts, color=color)
         if extra:
             write_text(sys.stdout, "\n".join(extra) + "\n")
-    elif outcome.events.violations or outcome.events.tolerance_failures:
+    elif outcome.events.violations or outcome.events.tolerance_failures \
+            or outcome.events.dataset_rule_failures:
         title = ("== Expectation violations" if outcome.events.violations
-                 else "== Expectations over their tolerance")
+                 else "== Expectations over their tolerance" if outcome.events.tolerance_failures
+                 else "== Dataset rules not met")
         lines = ["", paint(title, "bold", color)]
         for violation in outcome.events.violations:
             lines.append(paint(violation.dataset, "bold", color))
@@ -408,6 +422,9 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
         for failure in outcome.events.tolerance_failures:
             lines.append(paint(failure.dataset, "bold", color))
             lines.extend(tolerance_lines(failure, color, "  "))
+        for unmet_rules in outcome.events.dataset_rule_failures:
+            lines.append(paint(unmet_rules.dataset, "bold", color))
+            lines.extend(dataset_rule_lines(unmet_rules, color, "  "))
         write_text(sys.stdout, "\n".join(lines) + "\n")
     write_text(sys.stdout, paint(f"full log: {_shown_path(log_path)}\n", "dim", color))
     write_text(sys.stdout, _final_line(action, outcome, status, color, len(alerts)))

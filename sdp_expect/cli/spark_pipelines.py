@@ -50,7 +50,7 @@ from sdp_expect.cli.progress import Progress
 from sdp_expect.cli.run_output import ChildOutput, RuleError
 from sdp_expect.project import Project, UsageProblem
 from sdp_expect.report.text import paint
-from sdp_expect.violation import ToleranceFailure, Violation
+from sdp_expect.violation import DatasetRuleFailure, ToleranceFailure, Violation
 
 __all__ = [
     "SERVER_OPTIONS",
@@ -360,6 +360,8 @@ class EventLog:
     several events and in the final exception)."""
     tolerance_failures: list[ToleranceFailure] = field(default_factory=list)
     """Every flow reported failed by rules over their tolerance, once each."""
+    dataset_rule_failures: list[DatasetRuleFailure] = field(default_factory=list)
+    """Every flow reported failed by fail rules on the dataset as a whole, once each."""
 
     def feed(self, line: str) -> None:
         """Note what one output line (an event, Python's output) says."""
@@ -380,6 +382,9 @@ class EventLog:
         for failure in violations.find_tolerance_failures(line):
             if failure not in self.tolerance_failures:
                 self.tolerance_failures.append(failure)
+        for unmet in violations.find_dataset_rule_failures(line):
+            if unmet not in self.dataset_rule_failures:
+                self.dataset_rule_failures.append(unmet)
 
 
 def highlight(line: str, color: bool) -> str:
@@ -387,7 +392,8 @@ def highlight(line: str, color: bool) -> str:
     if not color:
         return line
     body, newline = (line[:-1], "\n") if line.endswith("\n") else (line, "")
-    if violations.parse(body) is not None or violations.parse_tolerance_message(body):
+    if violations.parse(body) is not None or violations.parse_tolerance_message(body) \
+            or violations.parse_dataset_rule_message(body):
         return paint(body, "bold red", True) + newline
     if "has FAILED" in body or "Run is FAILED" in body or "is FAILED" in body:
         return paint(body, "red", True) + newline

@@ -7,10 +7,17 @@ from dataclasses import asdict
 from typing import Any, Optional
 
 from sdp_expect.report.model import DatasetSummary, QualityReport, Trends
-from sdp_expect.violation import ToleranceFailure, TolerancePart, Violation
+from sdp_expect.violation import (
+    DatasetRuleFailure,
+    DatasetRulePart,
+    ToleranceFailure,
+    TolerancePart,
+    Violation,
+)
 
-__all__ = ["report_dict", "summary_dict", "to_json", "tolerance_failure_dict",
-           "tolerance_failure_from_dict", "trends_dict", "violation_dict"]
+__all__ = ["dataset_rule_failure_dict", "dataset_rule_failure_from_dict", "report_dict",
+           "summary_dict", "to_json", "tolerance_failure_dict", "tolerance_failure_from_dict",
+           "trends_dict", "violation_dict"]
 
 
 def violation_dict(violation: Violation, *, parsed: bool = True) -> dict[str, Any]:
@@ -49,6 +56,31 @@ def tolerance_failure_from_dict(data: Any) -> Optional[ToleranceFailure]:
     return ToleranceFailure(dataset=str(data.get("dataset")), parts=parts) if parts else None
 
 
+def dataset_rule_failure_dict(failure: DatasetRuleFailure) -> dict[str, Any]:
+    """A flow failed by fail rules on the dataset as a whole, as JSON-ready data: per rule,
+    ``expectation``, ``observed`` (as a rule's entry has it: text, or null for NULL),
+    ``expected`` (``"at least 1"``, ``"true"``...) and ``violated`` (true)."""
+    return {"dataset": failure.dataset,
+            "rules": [{"expectation": part.name, "observed": part.observed,
+                       "expected": part.expected, "violated": True}
+                      for part in failure.parts]}
+
+
+def dataset_rule_failure_from_dict(data: Any) -> Optional[DatasetRuleFailure]:
+    """:func:`dataset_rule_failure_dict` read back (the history file); None when it is not
+    one."""
+    if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
+        return None
+    try:
+        parts = tuple(DatasetRulePart(
+            name=str(rule["expectation"]),
+            observed=None if rule["observed"] is None else str(rule["observed"]),
+            expected=str(rule["expected"])) for rule in data["rules"])
+    except (KeyError, TypeError):
+        return None
+    return DatasetRuleFailure(dataset=str(data.get("dataset")), parts=parts) if parts else None
+
+
 def summary_dict(summary: DatasetSummary) -> dict[str, Any]:
     """One dataset's summary as JSON-ready data."""
     rules = []
@@ -65,6 +97,8 @@ def summary_dict(summary: DatasetSummary) -> dict[str, Any]:
     data["rules"] = rules
     data["violations"] = [violation_dict(v) for v in summary.violations]
     data["tolerance_failures"] = [tolerance_failure_dict(f) for f in summary.tolerance_failures]
+    data["dataset_rule_failures"] = [dataset_rule_failure_dict(f)
+                                     for f in summary.dataset_rule_failures]
     return data
 
 
@@ -98,6 +132,8 @@ def report_dict(report: QualityReport) -> dict[str, Any]:
         "datasets": [summary_dict(d) for d in report.datasets],
         "violations": [violation_dict(v) for v in report.violations],
         "tolerance_failures": [tolerance_failure_dict(f) for f in report.tolerance_failures],
+        "dataset_rule_failures": [dataset_rule_failure_dict(f)
+                                  for f in report.dataset_rule_failures],
         "notes": list(report.notes),
         **trends,
     }

@@ -4,9 +4,9 @@ and what a run said (or, for ``sdp-expect report``, what the last runs kept).
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
 
-from sdp_expect.report.as_json import tolerance_failure_from_dict
+from sdp_expect.report.as_json import dataset_rule_failure_from_dict, tolerance_failure_from_dict
 from sdp_expect.report.model import (
     FAILED,
     LAST_SUCCESS,
@@ -24,7 +24,7 @@ from sdp_expect.report.model import (
     Trends,
 )
 from sdp_expect.report.trends import rule_trends
-from sdp_expect.violation import ToleranceFailure, Violation
+from sdp_expect.violation import DatasetRuleFailure, ToleranceFailure, Violation
 
 __all__ = ["build_report"]
 
@@ -79,6 +79,7 @@ def build_report(reading: TableReading, *, flows: Optional[Mapping[str, str]] = 
                  violations: Sequence[Violation] = (), run_status: Optional[str] = None,
                  history: Optional[Mapping[str, Any]] = None,
                  tolerance_failures: Sequence[ToleranceFailure] = (),
+                 dataset_rule_failures: Sequence[DatasetRuleFailure] = (),
                  pipeline: Optional[str] = None) -> QualityReport:
     """Combine what the tables hold with what a run said.
 
@@ -89,9 +90,11 @@ def build_report(reading: TableReading, *, flows: Optional[Mapping[str, str]] = 
     :param run_status: The run's final state.
     :param history: Kept summaries (:func:`~sdp_expect.report.reader.load_history`), used
         for a dataset whose metrics table is empty; for ``report``, its last run's
-        violations and tolerance failures are shown.
+        violations, tolerance failures and dataset rule failures are shown.
     :param tolerance_failures: For ``run``: the flows it reported failed by rules over
         their tolerance.
+    :param dataset_rule_failures: For ``run``: the flows it reported failed by fail rules
+        on the dataset as a whole.
     :param pipeline: The pipeline's name: when the reading has history rows
         (``read_tables(..., history_of=...)``), the report's :class:`Trends` are this
         pipeline's.
@@ -100,10 +103,14 @@ def build_report(reading: TableReading, *, flows: Optional[Mapping[str, str]] = 
     if flows is None:
         # `report`: the violations of the last run, as `sdp-expect run` kept them.
         violations = _kept_violations(history or {})
-        tolerance_failures = _kept_tolerance_failures(history or {})
+        tolerance_failures = _kept(history or {}, "tolerance_failures",
+                                   tolerance_failure_from_dict)
+        dataset_rule_failures = _kept(history or {}, "dataset_rule_failures",
+                                      dataset_rule_failure_from_dict)
     report = QualityReport(catalog=reading.catalog, database=reading.database,
                            run_status=run_status, violations=list(violations),
                            tolerance_failures=list(tolerance_failures),
+                           dataset_rule_failures=list(dataset_rule_failures),
                            notes=list(reading.notes), trends=_trends(reading, pipeline))
     quarantines = {str(q["dataset"]): q for q in reading.quarantines}
     kept = dict((history or {}).get("datasets", {}))
@@ -128,6 +135,8 @@ def build_report(reading: TableReading, *, flows: Optional[Mapping[str, str]] = 
                               if _short(v.dataset) == summary.dataset]
         summary.tolerance_failures = [f for f in report.tolerance_failures
                                       if _short(f.dataset) == summary.dataset]
+        summary.dataset_rule_failures = [f for f in report.dataset_rule_failures
+                                         if _short(f.dataset) == summary.dataset]
         if flows is not None:
             summary.status = _run_state(summary, states)
         report.datasets.append(summary)
@@ -161,13 +170,18 @@ def _kept_violations(history: Mapping[str, Any]) -> list[Violation]:
     return found
 
 
-def _kept_tolerance_failures(history: Mapping[str, Any]) -> list[ToleranceFailure]:
-    """The tolerance failures of the last run, from the history ``sdp-expect run`` wrote."""
+_Failure = TypeVar("_Failure")
+
+
+def _kept(history: Mapping[str, Any], key: str,
+          from_dict: Callable[[Any], Optional[_Failure]]) -> list[_Failure]:
+    """The failed flows of the last run under ``key`` (``tolerance_failures``,
+    ``dataset_rule_failures``), from the history ``sdp-expect run`` wrote, once each."""
     last_run = history.get("last_run")
-    entries = last_run.get("tolerance_failures", []) if isinstance(last_run, dict) else []
-    found: list[ToleranceFailure] = []
+    entries = last_run.get(key, []) if isinstance(last_run, dict) else []
+    found: list[_Failure] = []
     for entry in entries if isinstance(entries, list) else []:
-        failure = tolerance_failure_from_dict(entry)
+        failure = from_dict(entry)
         if failure is not None and failure not in found:
             found.append(failure)
     return found
@@ -176,7 +190,8 @@ def _kept_tolerance_failures(history: Mapping[str, Any]) -> list[ToleranceFailur
 def _run_state(summary: DatasetSummary, states: Mapping[str, str]) -> str:
     own = states.get(summary.dataset)
     metrics = states.get(summary.metrics_table)
-    if summary.violations or summary.tolerance_failures or own == "FAILED" or metrics == "FAILED":
+    if summary.violations or summary.tolerance_failures or summary.dataset_rule_failures \
+            or own == "FAILED" or metrics == "FAILED":
         return FAILED
     if metrics == "COMPLETED":
         return UPDATED

@@ -29,7 +29,7 @@ from sdp_expect.report.model import (
     Trends,
 )
 from sdp_expect.report.svg_chart import trend_chart
-from sdp_expect.violation import ToleranceFailure, Violation, rate_text
+from sdp_expect.violation import DatasetRuleFailure, ToleranceFailure, Violation, rate_text
 
 __all__ = ["render_html"]
 
@@ -246,19 +246,39 @@ def _tolerance_failure(failure: ToleranceFailure) -> str:
             f"<strong>Update failed:</strong> {said}<ul>{rules}</ul></div>")
 
 
+def _dataset_rule_failure(failure: DatasetRuleFailure) -> str:
+    """A flow failed by fail rules on the dataset as a whole: each rule, what it observed
+    and what it expects."""
+    rules = "".join(
+        f'<li data-rule="{_e(part.name)}" '
+        f'data-observed="{_e("NULL" if part.observed is None else part.observed)}" '
+        f'data-expected="{_e(part.expected)}">'
+        f'<code class="expectation">{_e(part.name)}</code>: observed '
+        f'<code class="observed">{_e("NULL" if part.observed is None else part.observed)}'
+        f'</code>, expected <code class="expected">{_e(part.expected)}</code></li>'
+        for part in failure.parts)
+    said = ("dataset rule not met" if len(failure.parts) == 1 else "dataset rules not met")
+    return (f'<div class="violation dataset-rule-failure" data-dataset="{_e(failure.dataset)}">'
+            f"<strong>Update failed:</strong> {said}<ul>{rules}</ul></div>")
+
+
 def _unattached(report: QualityReport) -> str:
     """The violations of datasets that have no metrics table (``@dp.metrics(False)``)."""
     shown = {v for d in report.datasets for v in d.violations}
     others = [v for v in report.violations if v not in shown]
     told = {f for d in report.datasets for f in d.tolerance_failures}
     over = [f for f in report.tolerance_failures if f not in told]
+    said = {f for d in report.datasets for f in d.dataset_rule_failures}
+    unmet = [f for f in report.dataset_rule_failures if f not in said]
     parts = []
-    for dataset in dict.fromkeys([*(v.dataset for v in others), *(f.dataset for f in over)]):
+    for dataset in dict.fromkeys([*(v.dataset for v in others), *(f.dataset for f in over),
+                                  *(f.dataset for f in unmet)]):
         parts.append(f'<section class="dataset failed" id="{_anchor(dataset)}" '
                      f'data-dataset="{_e(dataset)}"><h2>{_e(dataset)} '
                      f'<span class="badge failed">failed</span></h2>')
         parts.extend(_violation(v) for v in others if v.dataset == dataset)
         parts.extend(_tolerance_failure(f) for f in over if f.dataset == dataset)
+        parts.extend(_dataset_rule_failure(f) for f in unmet if f.dataset == dataset)
         parts.append("</section>")
     return "\n".join(parts)
 
@@ -303,13 +323,14 @@ def _dataset(summary: DatasetSummary, trends: Optional[Trends] = None) -> str:
     kind = ("streaming table · counts since its last full refresh" if summary.streaming
             else "materialized view")
     failed = (summary.status == FAILED or bool(summary.violations)
-              or bool(summary.tolerance_failures))
+              or bool(summary.tolerance_failures) or bool(summary.dataset_rule_failures))
     parts = [f'<section class="dataset{" failed" if failed else ""}" '
              f'id="{_anchor(summary.dataset)}" data-dataset="{_e(summary.dataset)}">',
              f'<h2>{_e(summary.dataset)} <span class="kind">{kind}</span>'
              f'<span class="badge {style}">{_e(text)}</span></h2>']
     parts.extend(_violation(violation) for violation in summary.violations)
     parts.extend(_tolerance_failure(failure) for failure in summary.tolerance_failures)
+    parts.extend(_dataset_rule_failure(failure) for failure in summary.dataset_rule_failures)
     if summary.has_numbers:
         quarantine = ""
         if summary.quarantine is not None:
@@ -349,7 +370,8 @@ def render_html(report: QualityReport, *, pipeline: str = "", generated_at: str 
     failing = sum(1 for d in report.datasets for r in d.rules if r.failed_records)
     dropped = sum(d.dropped_records for d in report.datasets)
     failed = [d for d in report.datasets
-              if d.status == FAILED or d.violations or d.tolerance_failures]
+              if d.status == FAILED or d.violations or d.tolerance_failures
+              or d.dataset_rule_failures]
     totals = [(len(report.datasets), "datasets with expectations"), (rules, "rules"),
               (failing, "rules with failed records"), (dropped, "records dropped")]
     if failed:
@@ -360,6 +382,10 @@ def render_html(report: QualityReport, *, pipeline: str = "", generated_at: str 
     if report.tolerance_failures:
         count = len(report.tolerance_failures)
         totals.append((count, "flow" + ("s" if count != 1 else "") + " over tolerance"))
+    if report.dataset_rule_failures:
+        count = len(report.dataset_rule_failures)
+        totals.append((count, "flow" + ("s" if count != 1 else "")
+                       + " failed by dataset rules"))
     exceeded = sum(1 for d in report.datasets for r in d.rules if r.tolerance_exceeded)
     if exceeded:
         totals.append((exceeded, "warn rule" + ("s" if exceeded != 1 else "")

@@ -17,7 +17,7 @@ from typing import Any, Mapping, Optional
 
 from sdp_expect import names
 from sdp_expect.report.trends import RuleTrend
-from sdp_expect.violation import ToleranceFailure, Violation
+from sdp_expect.violation import DatasetRuleFailure, ToleranceFailure, Violation
 
 __all__ = [
     "DEFAULT_SAMPLE",
@@ -164,6 +164,8 @@ class DatasetSummary:
     :param violations: Records that failed the dataset's fail rules in this run.
     :param tolerance_failures: Its flow failed by fail or drop rules over their tolerance
         in this run.
+    :param dataset_rule_failures: Its flow failed by fail rules on the dataset as a whole
+        (row count, aggregate) that do not hold, in this run.
     :param recorded_at: For numbers kept from an earlier run: when they were recorded.
     """
 
@@ -177,6 +179,7 @@ class DatasetSummary:
     status: str = UPDATED
     violations: list[Violation] = field(default_factory=list)
     tolerance_failures: list[ToleranceFailure] = field(default_factory=list)
+    dataset_rule_failures: list[DatasetRuleFailure] = field(default_factory=list)
     recorded_at: Optional[str] = None
 
     @property
@@ -227,6 +230,8 @@ class QualityReport:
     :param violations: Every expectation violation the run printed.
     :param tolerance_failures: Every flow the run printed as failed by rules over their
         tolerance (``[EXPECTATION_TOLERANCE_EXCEEDED]``).
+    :param dataset_rule_failures: Every flow the run printed as failed by fail rules on the
+        dataset as a whole (``[EXPECTATION_DATASET_RULE_FAILED]``).
     :param catalog: The catalog read.
     :param database: The database (schema) read.
     :param run_status: The run's final state (``COMPLETED``, ``FAILED``...), for ``run``.
@@ -238,6 +243,7 @@ class QualityReport:
     datasets: list[DatasetSummary] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
     tolerance_failures: list[ToleranceFailure] = field(default_factory=list)
+    dataset_rule_failures: list[DatasetRuleFailure] = field(default_factory=list)
     catalog: Optional[str] = None
     database: Optional[str] = None
     run_status: Optional[str] = None

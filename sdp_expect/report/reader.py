@@ -29,7 +29,12 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 from sdp_expect import names
-from sdp_expect.report.as_json import summary_dict, tolerance_failure_dict, violation_dict
+from sdp_expect.report.as_json import (
+    dataset_rule_failure_dict,
+    summary_dict,
+    tolerance_failure_dict,
+    violation_dict,
+)
 from sdp_expect.report.history_table import read_history
 from sdp_expect.report.model import (
     DEFAULT_SAMPLE,
@@ -282,7 +287,9 @@ def save_history(folder: Path, report: QualityReport) -> None:
                         "violations": [violation_dict(v, parsed=False)
                                        for v in report.violations],
                         "tolerance_failures": [tolerance_failure_dict(f)
-                                               for f in report.tolerance_failures]}
+                                               for f in report.tolerance_failures],
+                        "dataset_rule_failures": [dataset_rule_failure_dict(f)
+                                                  for f in report.dataset_rule_failures]}
     path = folder / HISTORY_FILE
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

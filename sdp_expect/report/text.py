@@ -20,9 +20,17 @@ from sdp_expect.report.model import (
     QualityReport,
     RuleResult,
 )
-from sdp_expect.violation import ToleranceFailure, Violation, names_text, quote, rate_text
+from sdp_expect.violation import (
+    DatasetRuleFailure,
+    ToleranceFailure,
+    Violation,
+    names_text,
+    quote,
+    rate_text,
+)
 
-__all__ = ["paint", "to_text", "tolerance_lines", "use_color", "violation_lines"]
+__all__ = ["dataset_rule_lines", "paint", "to_text", "tolerance_lines", "use_color",
+           "violation_lines"]
 
 
 def use_color(choice: str, stream: TextIO) -> bool:
@@ -101,6 +109,15 @@ def tolerance_lines(failure: ToleranceFailure, color: bool, indent: str = "") ->
         f"max_failed {quote(part.tolerance)}", "bold red", color) for part in failure.parts]
 
 
+def dataset_rule_lines(failure: DatasetRuleFailure, color: bool, indent: str = "") -> list[str]:
+    """A flow failed by fail rules on the dataset as a whole: per rule, what it observed
+    and what it expects (names quoted as in the message)."""
+    return [indent + paint(
+        f"FAILED: expectation {quote(part.name)} not met: observed "
+        f"{'NULL' if part.observed is None else part.observed}, expected {part.expected}",
+        "bold red", color) for part in failure.parts]
+
+
 _EXCEEDED = "EXCEEDED"
 """Said after a warn rule's tolerance when its violations exceed it."""
 
@@ -169,6 +186,7 @@ def to_text(report: QualityReport, *, color: bool = False, title: str = "Data qu
                    "bold", color)]
     shown: set[Violation] = set()
     told: set[ToleranceFailure] = set()
+    unmet: set[DatasetRuleFailure] = set()
     for summary in report.datasets:
         lines.append("")
         lines.append(f"{paint(summary.dataset, 'bold', color)}  {_kind(summary)}, "
@@ -179,6 +197,9 @@ def to_text(report: QualityReport, *, color: bool = False, title: str = "Data qu
         for failure in summary.tolerance_failures:
             lines.extend(tolerance_lines(failure, color, "  "))
             told.add(failure)
+        for dataset_rule in summary.dataset_rule_failures:
+            lines.extend(dataset_rule_lines(dataset_rule, color, "  "))
+            unmet.add(dataset_rule)
         if summary.has_numbers:
             dropped = f"{summary.dropped_records} dropped"
             if summary.dropped_records:
@@ -205,9 +226,16 @@ def to_text(report: QualityReport, *, color: bool = False, title: str = "Data qu
             lines.append(f"{paint(failure.dataset, 'bold', color)}  "
                          + paint("FAILED in this run", "bold red", color))
             lines.extend(tolerance_lines(failure, color, "  "))
+    for dataset_rule in report.dataset_rule_failures:
+        if dataset_rule not in unmet:
+            lines.append("")
+            lines.append(f"{paint(dataset_rule.dataset, 'bold', color)}  "
+                         + paint("FAILED in this run", "bold red", color))
+            lines.extend(dataset_rule_lines(dataset_rule, color, "  "))
     for note in report.notes:
         lines.append(paint(f"note: {note}", "yellow", color))
-    if not report.datasets and not report.violations and not report.tolerance_failures:
+    if not report.datasets and not report.violations and not report.tolerance_failures \
+            and not report.dataset_rule_failures:
         lines.append("No <dataset>_dq_metrics tables found: no dataset with expectations "
                      "has been updated yet (run `sdp-expect run`).")
     return "\n".join(lines) + "\n"
