@@ -128,7 +128,8 @@ def test_run_compares_with_recent_updates_and_alerts(tmp_path: Path) -> None:
     assert [w["code"] for w in document["alert_setting_warnings"]] == ["SDPX-CFG-203"]
     assert ("sdp_expect.alert.orders.vaild_id.max_rate names no dataset or rule"
             in document["alert_setting_warnings"][0]["message"])
-    assert "warning: SDPX-CFG-203" in second.stderr, second.stderr
+    assert "warning: [SDPX-CFG-203] sdp_expect.alert.orders.vaild_id" in second.stderr, \
+        second.stderr
 
     # 3: 50 % > 30 %, and 25 points above the recent (1 + 4) / 20; --fail-on alert: 4
     _orders(orders, 5)
