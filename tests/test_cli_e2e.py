@@ -7,6 +7,7 @@ small projects show the exit code and the error line of a failed expectation.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -126,10 +127,17 @@ def test_definition_mistake_stops_the_run_before_any_flow(tmp_path: Path) -> Non
 
 
 
-def test_sdp_expect_run_checks_key_rules_on_a_materialized_view(tmp_path: Path) -> None:
+def test_sdp_expect_run_checks_key_rules_on_a_materialized_view_and_a_streaming_table(
+        tmp_path: Path) -> None:
     """Both key rules (docs/dataset-rules.md) through ``sdp-expect run``: the drop of a
     duplicated key, a reference to a dataset of the pipeline, the summary and the
-    tables (exactly the query's columns)."""
+    tables (exactly the query's columns); and a reference on a streaming table (a
+    stream-static join with the pipeline's materialized view)."""
+    landing = tmp_path / "payments"
+    landing.mkdir()
+    (landing / "1.json").write_text("".join(
+        json.dumps({"payment_id": p, "customer_id": c}) + "\n"
+        for p, c in [(1, 1), (2, 5), (3, None), (4, 2)]))
     project = write_project(tmp_path / "keys", """\
         from pyspark.sql import SparkSession
         from sdp_expect import pipelines as dp
@@ -147,7 +155,12 @@ def test_sdp_expect_run_checks_key_rules_on_a_materialized_view(tmp_path: Path) 
         def orders():
             return spark.sql("SELECT * FROM VALUES (10, 1), (10, 2), (11, 3), (12, NULL), "
                              "(13, 2) AS t(order_id, customer_id)")
-        """)
+
+        @dp.table
+        @dp.expect_or_drop("customer_known", dp.references("customers", "customer_id", to="id"))
+        def payments():
+            return spark.readStream.schema("payment_id INT, customer_id INT").json("LANDING")
+        """.replace("LANDING", str(landing)))
     result = sdp_expect("run", cwd=project / "transformations")
     out = result.stdout
     assert result.returncode == 0, out + result.stderr
@@ -164,3 +177,10 @@ def test_sdp_expect_run_checks_key_rules_on_a_materialized_view(tmp_path: Path) 
     metrics = {r["expectation"]: r for r in tables["orders_dq_metrics"]}
     assert metrics["customer_known"]["constraint"] == (
         "FOREIGN KEY (customer_id) REFERENCES customers (id)")
+    # the streaming table: customer 5 is unknown (dropped), a NULL customer passes
+    payments = summary[summary.index("\npayments"):]
+    assert re.search(r"^    customer_known +drop +3 +1 +25\.0%$", payments, re.MULTILINE), payments
+    assert sorted(r["payment_id"] for r in tables["payments"]) == [1, 3, 4]
+    (streamed,) = tables["payments_dq_metrics"]
+    assert (streamed["failed_records"], streamed["total_records"],
+            streamed["dropped_records"]) == (1, 4, 1)
