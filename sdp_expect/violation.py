@@ -516,22 +516,33 @@ def _tolerance_part_at(text: str, start: int) -> Optional[tuple[TolerancePart, i
     return TolerancePart(name[0], failed[0], total[0], tolerance[0]), tolerance[1]
 
 
-def _tolerance_at(text: str, start: int) -> Optional[tuple[ToleranceFailure, int]]:
-    """The tolerance message starting at ``start`` and where it ends, if one starts there."""
-    if not text.startswith(_TOLERANCE_FLOW, start):
+def _flow_message_at(text: str, start: int, flow: str, head: str,
+                     part_at: Callable[[str, int], Optional[tuple[_Item, int]]]
+                     ) -> Optional[tuple[str, tuple[_Item, ...], int]]:
+    """A ``<tag> Flow '<dataset>'<head><part>; <part>.`` message starting at ``start``
+    (``flow`` is the tag and `` Flow ``): its dataset, its parts (each read by
+    ``part_at``) and where it ends; None when none starts there."""
+    if not text.startswith(flow, start):
         return None
-    flow = _unquote(text, start + len(_TOLERANCE_FLOW))
-    if flow is None or not text.startswith(_TOLERANCE_HEAD, flow[1]):
+    dataset = _unquote(text, start + len(flow))
+    if dataset is None or not text.startswith(head, dataset[1]):
         return None
-    listed = _separated(text, flow[1] + len(_TOLERANCE_HEAD), _tolerance_part_at,
-                        _PART_SEPARATOR)
+    listed = _separated(text, dataset[1] + len(head), part_at, _PART_SEPARATOR)
     if listed is None:
         return None
     parts, at = listed
     after = _ends_message(text, at)
     if after is None:
         return None
-    return ToleranceFailure(dataset=flow[0], parts=tuple(parts)), after
+    return dataset[0], tuple(parts), after
+
+
+def _tolerance_at(text: str, start: int) -> Optional[tuple[ToleranceFailure, int]]:
+    """The tolerance message starting at ``start`` and where it ends, if one starts there."""
+    found = _flow_message_at(text, start, _TOLERANCE_FLOW, _TOLERANCE_HEAD, _tolerance_part_at)
+    if found is None:
+        return None
+    return ToleranceFailure(dataset=found[0], parts=found[1]), found[2]
 
 
 def find_tolerance_failures(text: str) -> list[ToleranceFailure]:
@@ -581,20 +592,11 @@ def _dataset_rule_part_at(text: str, start: int) -> Optional[tuple[DatasetRulePa
 
 def _dataset_rule_at(text: str, start: int) -> Optional[tuple[DatasetRuleFailure, int]]:
     """The dataset rule message starting at ``start`` and where it ends, if one starts there."""
-    if not text.startswith(_DATASET_RULE_FLOW, start):
+    found = _flow_message_at(text, start, _DATASET_RULE_FLOW, _DATASET_RULE_HEAD,
+                             _dataset_rule_part_at)
+    if found is None:
         return None
-    flow = _unquote(text, start + len(_DATASET_RULE_FLOW))
-    if flow is None or not text.startswith(_DATASET_RULE_HEAD, flow[1]):
-        return None
-    listed = _separated(text, flow[1] + len(_DATASET_RULE_HEAD), _dataset_rule_part_at,
-                        _PART_SEPARATOR)
-    if listed is None:
-        return None
-    parts, at = listed
-    after = _ends_message(text, at)
-    if after is None:
-        return None
-    return DatasetRuleFailure(dataset=flow[0], parts=tuple(parts)), after
+    return DatasetRuleFailure(dataset=found[0], parts=found[1]), found[2]
 
 
 def find_dataset_rule_failures(text: str) -> list[DatasetRuleFailure]:
