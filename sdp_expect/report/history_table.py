@@ -310,6 +310,18 @@ def record_history(spark: Any, *, pipeline: str, catalog: Optional[str] = None,
         raise HistoryError(f"cannot write this update's rows: {first[0]}") from error
 
 
+def _existing_table(spark: Any, catalog: Optional[str],
+                    database: Optional[str]) -> Optional[str]:
+    """The history table's qualified name in ``catalog``.``database`` (``None``: the
+    session's current ones), or ``None`` when it does not exist (nothing recorded)."""
+    catalog = catalog or spark.catalog.currentCatalog()
+    database = database or spark.catalog.currentDatabase()
+    if not spark.catalog.tableExists(f"{_quoted(catalog)}.{_quoted(database)}."
+                                     f"{_quoted(names.HISTORY_TABLE)}"):
+        return None
+    return _qualified(catalog, database, names.HISTORY_TABLE)
+
+
 def read_history(spark: Any, *, catalog: Optional[str] = None,
                  database: Optional[str] = None,
                  limit: Optional[int] = None,
@@ -320,12 +332,9 @@ def read_history(spark: Any, *, catalog: Optional[str] = None,
         ``pipeline``, when given).
     :param pipeline: Only this pipeline's rows (``None``: every pipeline's).
     """
-    catalog = catalog or spark.catalog.currentCatalog()
-    database = database or spark.catalog.currentDatabase()
-    if not spark.catalog.tableExists(f"{_quoted(catalog)}.{_quoted(database)}."
-                                     f"{_quoted(names.HISTORY_TABLE)}"):
+    table = _existing_table(spark, catalog, database)
+    if table is None:
         return []
-    table = _qualified(catalog, database, names.HISTORY_TABLE)
     conditions = []
     args: dict[str, Any] = {}
     if pipeline is not None:
@@ -377,12 +386,9 @@ def read_recent(spark: Any, *, pipeline: str, update_id: Optional[str] = None,
 
     :param update_id: The update; ``None``: the pipeline's newest (none recorded: no rows).
     """
-    catalog = catalog or spark.catalog.currentCatalog()
-    database = database or spark.catalog.currentDatabase()
-    if not spark.catalog.tableExists(f"{_quoted(catalog)}.{_quoted(database)}."
-                                     f"{_quoted(names.HISTORY_TABLE)}"):
+    table = _existing_table(spark, catalog, database)
+    if table is None:
         return []
-    table = _qualified(catalog, database, names.HISTORY_TABLE)
     if update_id is None:
         newest = spark.sql(f"SELECT update_id FROM {table} WHERE pipeline = :pipeline "
                            "ORDER BY update_time DESC, update_id DESC LIMIT 1",
