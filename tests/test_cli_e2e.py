@@ -25,6 +25,9 @@ from cli_helpers import (
 )
 from sdp_runner import copy_project
 
+from sdp_expect.cli.after_run import all_flows_completed
+from sdp_expect.cli.spark_pipelines import EventLog
+
 REPO = Path(__file__).resolve().parent.parent
 SPARK = tuple(int(part) for part in pyspark.__version__.split(".")[:2])
 EXAMPLE = "spark42" if SPARK >= (4, 2) else "spark41"
@@ -40,10 +43,27 @@ def example(tmp_path: Path) -> Path:
     return project
 
 
+def _first_moment_all_flows_completed(output: str) -> tuple[dict[str, str], EventLog]:
+    """The flows' states when every flow had first completed (what `sdp-expect run`
+    starts its summary on, cli/after_run.py), and everything the run said."""
+    events, seen = EventLog(), None
+    for line in output.splitlines():
+        if events.feed(line) and seen is None and all_flows_completed(events.flows):
+            assert events.run_state is None, "the run ended before its flows completed"
+            seen = dict(events.flows)
+    assert seen is not None, output
+    return seen, events
+
+
 def test_example_runs_twice_and_shows_its_tables(example: Path) -> None:
     first = spark_pipelines(example, *HIVE, "run")
     assert first.returncode == 0, first.stdout + first.stderr
     assert "Run is COMPLETED" in first.stdout + first.stderr
+    # SDP queues every flow of a run before any starts: when all flows seen have
+    # completed, they are all the run's flows, and the run then ends as COMPLETED.
+    seen, events = _first_moment_all_flows_completed(first.stdout)
+    assert seen == events.flows and len(seen) == 6, seen
+    assert events.run_state == "COMPLETED"
     second = spark_pipelines(example, *HIVE, "run")
     assert second.returncode == 0, second.stdout + second.stderr
     shown = subprocess.run([sys.executable, str(REPO / "scripts" / "show_tables.py"), "."],

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from sdp_expect import names
 from sdp_expect.cli.catalog_access import catalog_access, parse_confs
@@ -266,6 +266,7 @@ def _print_rows(rows: list[dict[str, Any]], form: str) -> None:
 
 def record_run_history(project: Project, invocation: Invocation, report: QualityReport, *,
                        token: Optional[str], recent_updates: Optional[int] = None,
+                       say: Optional[Callable[[str], None]] = None,
                        ) -> tuple[bool, Optional[HistoryWrite]]:
     """After ``sdp-expect run``'s summary: append this run's rows to the history, through
     the server the summary was read through. The datasets recorded are those the report
@@ -273,6 +274,7 @@ def record_run_history(project: Project, invocation: Invocation, report: Quality
 
     :param recent_updates: Also read back, in the same session, the rows that compare
         this update with its ``recent_updates`` recent ones (:attr:`HistoryWrite.recent`).
+    :param say: Where a failure's line goes (default: stderr).
     :returns: False when the history could not be written; what was written (``None``
         when nothing was to be recorded, or on failure).
     """
@@ -293,7 +295,10 @@ def record_run_history(project: Project, invocation: Invocation, report: Quality
     except HistoryError as error:
         # the error says what failed: Spark's refusal of a write, or that the rows were
         # written and the recent updates could not be read back
-        write_text(sys.stderr, f"sdp-expect run: the history table "
-                   f"{names.HISTORY_TABLE}: {error}\n")
+        line = f"sdp-expect run: the history table {names.HISTORY_TABLE}: {error}"
+        if say is None:
+            write_text(sys.stderr, line + "\n")
+        else:
+            say(line)
         return False, None
     return True, written

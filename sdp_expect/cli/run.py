@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence, TextIO
 
+from sdp_expect.cli.after_run import AfterFlows, finish, report_of
 from sdp_expect.cli.exit_codes import (
     EXIT_ALERT,
     EXIT_OK,
@@ -30,7 +31,6 @@ from sdp_expect.cli.exit_codes import (
     EXIT_USAGE,
     write_text,
 )
-from sdp_expect.cli.history import record_run_history
 from sdp_expect.cli.local_server import (
     ServerProblem,
     ServerUse,
@@ -57,13 +57,10 @@ from sdp_expect.report.as_json import (
     tolerance_failure_dict,
     violation_dict,
 )
-from sdp_expect.report.build import build_report
 from sdp_expect.report.comparison import add_trends, alert_lines, comparison_lines, this_update
-from sdp_expect.report.model import DEFAULT_SAMPLE, QualityReport, ReadError
+from sdp_expect.report.model import DEFAULT_SAMPLE, QualityReport
 from sdp_expect.report.reader import (
     prepare_reading,
-    read_tables,
-    read_through_server,
     save_history,
 )
 from sdp_expect.report.text import (
@@ -74,7 +71,7 @@ from sdp_expect.report.text import (
     use_color,
     violation_lines,
 )
-from sdp_expect.report.trends import RECENT_UPDATES, RuleTrend, rule_trends
+from sdp_expect.report.trends import RuleTrend, rule_trends
 
 __all__ = [
     "DRY_RUN_DESCRIPTION",
@@ -88,7 +85,6 @@ __all__ = [
     "command_run",
     "exit_status",
     "status_with_alerts",
-    "summarize_run",
 ]
 
 RUN_DESCRIPTION = """\
@@ -238,32 +234,6 @@ def exit_status(outcome: Outcome) -> int:
     return EXIT_OK
 
 
-def summarize_run(project: Project, outcome: Outcome, sample: int, *,
-                  token: Optional[str] = None) -> QualityReport:
-    """Read the tables after a run and combine them with what the run said.
-
-    The tables are read through the server the run went to: the project's (with its
-    ``token``, while it is still up), or the user's ``--remote``.
-
-    :raises ReadError: when the tables cannot be read.
-    """
-    invocation = outcome.invocation
-    if invocation.server_url and token is not None:
-        reading = read_through_server(invocation.server_url, token, catalog=project.catalog,
-                                      database=project.database, sample=sample)
-    else:
-        remote = None if invocation.local else invocation.remote
-        reading = read_tables(project.folder, {} if remote else invocation.confs,
-                              catalog=project.catalog, database=project.database,
-                              remote=remote, sample=sample)
-    events = outcome.events
-    return build_report(reading, flows=events.flows, violations=events.violations,
-                        tolerance_failures=events.tolerance_failures,
-                        dataset_rule_failures=events.dataset_rule_failures,
-                        run_status=events.run_state or ("COMPLETED" if outcome.returncode == 0
-                                                        else "FAILED"))
-
-
 def _final_line(action: str, outcome: Outcome, status: int, color: bool,
                 alerts: int = 0) -> str:
     state = outcome.events.run_state or ("COMPLETED" if outcome.returncode == 0 else "FAILED")
@@ -333,11 +303,16 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
                     invocation = invocation.through(server.record.url, server.record.token)
                     if not dry and not args.no_summary:
                         prepare_reading()
+                token = server.record.token if server else None
+                early = (AfterFlows(project, invocation, args.sample, token=token)
+                         if not dry and not args.no_summary
+                         and AfterFlows.applies(invocation, token) else None)
                 started = _now()
                 try:
                     outcome = run_pipeline(invocation, events_out, color=color,
                                            write=write_text, verbose=verbose, log=log,
-                                           definitions=definitions, progress=progress)
+                                           definitions=definitions, progress=progress,
+                                           on_flows=early.flows_changed if early else None)
                 finally:
                     if progress is not None:  # before anything else is written
                         progress.close()
@@ -351,26 +326,23 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
                     status = status or EXIT_PROBLEMS
                 ran = bool(outcome.events.flows or outcome.events.violations)
                 if not dry and not args.no_summary and ran:
-                    try:  # while the server is up: the tables are read through it
-                        report = summarize_run(project, outcome, args.sample,
-                                               token=server.record.token if server else None)
-                        save_history(project.folder, report)
-                        recorded, written = record_run_history(
-                            project, outcome.invocation, report,
-                            token=server.record.token if server else None,
-                            recent_updates=RECENT_UPDATES)
-                        if not recorded:
-                            status = status or EXIT_PROBLEMS
-                        elif written is not None:
-                            trends = this_update(rule_trends(written.recent,
-                                                             pipeline=project.name),
-                                                 written.update_id)
-                            alerts = evaluate_alerts(settings, trends,
-                                                     update_id=written.update_id)
-                    except ReadError as error:
-                        write_text(sys.stderr, f"sdp-expect run: cannot read the metrics "
-                                   f"tables: {error}\n")
+                    # while the server is up: the tables are read through it
+                    done = finish(project, outcome, args.sample, token=token, early=early)
+                    for line in done.problems:
+                        write_text(sys.stderr, line + "\n")
+                    if done.reading is None:
                         status = status or EXIT_PROBLEMS
+                    else:
+                        report = report_of(done.reading, outcome)
+                        save_history(project.folder, report)
+                    if not done.recorded:
+                        status = status or EXIT_PROBLEMS
+                    elif done.written is not None:
+                        trends = this_update(rule_trends(done.written.recent,
+                                                         pipeline=project.name),
+                                             done.written.update_id)
+                        alerts = evaluate_alerts(settings, trends,
+                                                 update_id=done.written.update_id)
         except ServerProblem as problem:
             return _no_server(action, project, problem, log_path, as_json)
     setting_warnings = _unmatched_settings(settings, definitions) if alerting else []

@@ -363,8 +363,12 @@ class EventLog:
     dataset_rule_failures: list[DatasetRuleFailure] = field(default_factory=list)
     """Every flow reported failed by fail rules on the dataset as a whole, once each."""
 
-    def feed(self, line: str) -> None:
-        """Note what one output line (an event, Python's output) says."""
+    def feed(self, line: str) -> bool:
+        """Note what one output line (an event, Python's output) says.
+
+        :returns: Whether it changed a flow's state.
+        """
+        changed = False
         flow = _FLOW_EVENT.match(line)
         if flow is not None:
             name, state = flow.group("quoted") or flow.group("flow"), flow.group("state")
@@ -372,6 +376,7 @@ class EventLog:
             # failure (its query stopped). A flow that failed completes only after it
             # was started again (a retry: QUEUED, STARTING, RUNNING...).
             if not (state == "COMPLETED" and self.flows.get(name) == "FAILED"):
+                changed = self.flows.get(name) != state
                 self.flows[name] = state
         run = _RUN_EVENT.match(line)
         if run is not None:
@@ -385,6 +390,7 @@ class EventLog:
         for unmet in violations.find_dataset_rule_failures(line):
             if unmet not in self.dataset_rule_failures:
                 self.dataset_rule_failures.append(unmet)
+        return changed
 
 
 def highlight(line: str, color: bool) -> str:
@@ -426,7 +432,8 @@ class Outcome:
 def run_pipeline(invocation: Invocation, out: TextIO, *, color: bool,
                  write: Callable[[TextIO, str], None], verbose: bool = True,
                  log: Optional[TextIO] = None, definitions: Optional[Path] = None,
-                 progress: Optional[Progress] = None) -> Outcome:
+                 progress: Optional[Progress] = None,
+                 on_flows: Optional[Callable[[Mapping[str, str]], None]] = None) -> Outcome:
     """Run ``spark-pipelines``; copy its events (all its output with ``verbose``) to ``out``.
 
     :param invocation: From :func:`build_command` (for a local run, through the
@@ -440,9 +447,11 @@ def run_pipeline(invocation: Invocation, out: TextIO, *, color: bool,
         in ``invocation.env`` by :func:`build_command`'s caller).
     :param progress: Shows the flows' progress; the output then goes through it (its
         caller closes it).
+    :param on_flows: Called with the flows' states after each flow event, while the run
+        goes on (quickly: it runs on the thread that reads the output).
     """
     return _run_once(invocation, out, color=color, write=write, verbose=verbose, log=log,
-                     definitions=definitions, progress=progress)
+                     definitions=definitions, progress=progress, on_flows=on_flows)
 
 
 STARTUP_LINES = 20
@@ -462,7 +471,8 @@ def _read_lines(stream: IO[bytes], name: str, lines: queue.Queue[tuple[str, Opti
 def _run_once(invocation: Invocation, out: TextIO, *, color: bool,
               write: Callable[[TextIO, str], None], verbose: bool = True,
               log: Optional[TextIO] = None, definitions: Optional[Path] = None,
-              progress: Optional[Progress] = None) -> Outcome:
+              progress: Optional[Progress] = None,
+              on_flows: Optional[Callable[[Mapping[str, str]], None]] = None) -> Outcome:
     """One ``spark-pipelines`` run, its two output streams read apart.
 
     ``spark-pipelines`` writes the pipeline's events (and Python's own output) on
@@ -509,7 +519,8 @@ def _run_once(invocation: Invocation, out: TextIO, *, color: bool,
                 if verbose:
                     emit([line])
                 continue
-            events.feed(line)
+            if events.feed(line) and on_flows is not None:
+                on_flows(events.flows)
             kept = shown.feed(line)
             emit([highlight(text, color) for text in ([line] if verbose else kept)],
                  events.flows)

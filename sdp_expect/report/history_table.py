@@ -43,7 +43,9 @@ __all__ = [
     "create_table_sql",
     "event_log_view_sql",
     "history_format",
-    "materialized_view_insert_sql",
+    "EVENT_LOG_VIEW_COMMENT",
+    "insert_sql",
+    "materialized_view_rows_sql",
     "read_history",
     "read_recent",
     "recent_in_own_process",
@@ -54,7 +56,7 @@ __all__ = [
     "record_through",
     "show_in_own_process",
     "show_through",
-    "streaming_table_insert_sql",
+    "streaming_table_rows_sql",
     "updated_metrics_tables",
 ]
 
@@ -86,6 +88,11 @@ FORMAT_SETTING = "spark.sql.sources.default"
 """The pipeline setting that names its table format (Spark's default: parquet)."""
 
 _FORMAT = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
+
+EVENT_LOG_VIEW_COMMENT = "sdp-expect event log over sdp_expect_dq_history, v1"
+"""The event-log view's comment. A run replaces the view only when the catalog lists it
+with another comment (absent, or made by an earlier version whose query differed):
+bump the version whenever :func:`event_log_view_sql` changes."""
 
 
 class HistoryError(RuntimeError):
@@ -146,19 +153,26 @@ def _insert_head(table: str) -> str:
     return f"INSERT INTO {table} ({', '.join(_quoted(n) for n, _ in HISTORY_COLUMNS)})"
 
 
-def materialized_view_insert_sql(table: str, metrics: str) -> str:
+def insert_sql(table: str, selections: Sequence[str]) -> str:
+    """One ``INSERT`` of the rows of every selection (:func:`materialized_view_rows_sql`,
+    :func:`streaming_table_rows_sql`) into the history ``table``: one write, and one
+    file, per update however many datasets it recorded."""
+    return (f"{_insert_head(table)}\n"
+            + "\nUNION ALL\n".join(f"SELECT * FROM (\n{selection}\n)" for selection in selections))
+
+
+def materialized_view_rows_sql(metrics: str) -> str:
     """This update's rows of a materialized view: its metrics rows as they are.
 
     Parameters: ``:pipeline``, ``:update_id``, ``:update_time``.
     """
-    return (f"{_insert_head(table)}\n"
-            "SELECT :pipeline, :update_id, :update_time, m.dataset, m.expectation, m.action,\n"
+    return ("SELECT :pipeline, :update_id, :update_time, m.dataset, m.expectation, m.action,\n"
             "  m.`constraint`, m.passed_records, m.failed_records, m.total_records,\n"
             f"  m.dropped_records, '{MATERIALIZED_VIEW}', CAST(NULL AS TIMESTAMP)\n"
             f"FROM {metrics} m")
 
 
-def streaming_table_insert_sql(table: str, metrics: str, batch_log: str) -> str:
+def streaming_table_rows_sql(table: str, metrics: str, batch_log: str) -> str:
     """This update's rows of a streaming table: the sums over its batch log's rows later
     than the newest ``last_batch_time`` the history holds for the dataset (all rows when
     it holds none). The names, actions and constraints are the metrics view's.
@@ -173,7 +187,6 @@ def streaming_table_insert_sql(table: str, metrics: str, batch_log: str) -> str:
     time_, records, dropped, failed = (names.BATCH_TIME_COLUMN, names.BATCH_RECORDS_COLUMN,
                                        names.BATCH_DROPPED_COLUMN, names.BATCH_FAILED_COLUMN)
     return (
-        f"{_insert_head(table)}\n"
         "WITH since AS (\n"
         f"  SELECT max(h.last_batch_time) AS t FROM {table} h\n"
         f"  WHERE h.dataset IN (SELECT m.dataset FROM {metrics} m)\n"
@@ -215,7 +228,7 @@ def event_log_view_sql(view: str, table: str) -> str:
                     "'dataset', h.dataset, 'passed_records', h.passed_records, "
                     "'failed_records', h.failed_records)))")
     return (
-        f"CREATE OR REPLACE VIEW {view} AS\n"
+        f"CREATE OR REPLACE VIEW {view} COMMENT '{EVENT_LOG_VIEW_COMMENT}' AS\n"
         "SELECT concat(h.update_id, '/', h.dataset) AS id,\n"
         "  h.update_time AS `timestamp`,\n"
         "  'flow_progress' AS event_type,\n"
@@ -264,17 +277,25 @@ def record_history(spark: Any, *, pipeline: str, catalog: Optional[str] = None,
     update_id = update_id or str(uuid.uuid4())
     update_time = update_time or datetime.datetime.now(datetime.timezone.utc)
     try:
+        # Each statement is a round trip to the server (a warm re-run's time, docs/
+        # performance.md#re-runs-on-a-warm-server): the table and the view are made only
+        # when the catalog's one listing lacks them, all rows go in one INSERT, and the
+        # rows written are counted from the recent rows read back when those are asked for.
         catalog = catalog or spark.catalog.currentCatalog()
         database = database or spark.catalog.currentDatabase()
         table = _qualified(catalog, database, names.HISTORY_TABLE)
-        fmt = table_format or spark.conf.get(FORMAT_SETTING, "parquet") or "parquet"
-        spark.sql(create_table_sql(table, fmt))
-        spark.sql(event_log_view_sql(_qualified(catalog, database, names.EVENT_LOG_VIEW), table))
         listed = {t.name: (t.description or "") for t in
                   spark.catalog.listTables(f"{_quoted(catalog)}.{_quoted(database)}")
                   if not t.isTemporary}
+        if names.HISTORY_TABLE not in listed:
+            fmt = table_format or spark.conf.get(FORMAT_SETTING, "parquet") or "parquet"
+            spark.sql(create_table_sql(table, fmt))
+        if listed.get(names.EVENT_LOG_VIEW) != EVENT_LOG_VIEW_COMMENT:
+            spark.sql(event_log_view_sql(_qualified(catalog, database, names.EVENT_LOG_VIEW),
+                                         table))
         written = HistoryWrite(table=table, update_id=update_id)
         args = {"pipeline": pipeline, "update_id": update_id, "update_time": update_time}
+        selections = []
         for name in sorted(listed):
             if not name.endswith(names.METRICS_SUFFIX):
                 continue
@@ -284,24 +305,29 @@ def record_history(spark: Any, *, pipeline: str, catalog: Optional[str] = None,
             metrics = _qualified(catalog, database, name)
             if STREAMING_METRICS_COMMENT in listed[name]:
                 log = _qualified(catalog, database, names.batch_log_name(dataset))
-                statement = streaming_table_insert_sql(table, metrics, log)
+                selections.append(streaming_table_rows_sql(table, metrics, log))
             else:
-                statement = materialized_view_insert_sql(table, metrics)
-            spark.sql(statement, args=args)
-        counted = spark.sql(f"SELECT dataset, count(*) AS n FROM {table} WHERE update_id = :u "
-                            "GROUP BY dataset ORDER BY dataset", args={"u": update_id}).collect()
-        written.datasets = [str(row["dataset"]) for row in counted]
-        written.rows = sum(int(row["n"]) for row in counted)
-        if recent_updates is not None and written.rows:
+                selections.append(materialized_view_rows_sql(metrics))
+        if selections:
+            spark.sql(insert_sql(table, selections), args=args)
+        if recent_updates is None:
+            counted = [(str(row["dataset"]), int(row["n"])) for row in spark.sql(
+                f"SELECT dataset, count(*) AS n FROM {table} WHERE update_id = :u "
+                "GROUP BY dataset", args={"u": update_id}).collect()]
+        else:
             try:
-                written.recent = read_recent(spark, pipeline=pipeline, update_id=update_id,
-                                             catalog=catalog, database=database,
-                                             updates=recent_updates)
+                written.recent = _recent_rows(spark, table, pipeline=pipeline,
+                                              update_id=update_id, updates=recent_updates)
             except Exception as error:
                 first = str(error).strip().splitlines()[:1] or [type(error).__name__]
                 raise HistoryError(f"the rows were written (update {update_id}), but the "
                                    f"recent updates could not be read back: {first[0]}"
                                    ) from error
+            datasets = [str(row["dataset"]) for row in written.recent
+                        if row["update_id"] == update_id]
+            counted = [(dataset, datasets.count(dataset)) for dataset in set(datasets)]
+        written.datasets = sorted(dataset for dataset, _ in counted)
+        written.rows = sum(n for _, n in counted)
         return written
     except HistoryError:
         raise
@@ -357,18 +383,18 @@ def recent_sql(table: str, updates: int) -> str:
     """The query of :func:`read_recent` (parameters ``:pipeline`` and ``:update``): per
     rule of the update, its rows up to the update (by time, then id, as
     :func:`~sdp_expect.report.trends.rule_trends` orders them) that are the update's or
-    checked records, the newest ``updates + 1``."""
+    checked records, the newest ``updates + 1``. One scan of the table: a window finds
+    each rule's time in the update, a second one (same partitions) ranks the rows."""
     columns = ", ".join(_quoted(name) for name, _ in HISTORY_COLUMNS)
     return (
-        f"WITH this AS (SELECT dataset, expectation, max(update_time) AS t FROM {table} "
-        "WHERE pipeline = :pipeline AND update_id = :update GROUP BY dataset, expectation), "
-        "ranked AS (SELECT h.*, row_number() OVER (PARTITION BY h.dataset, h.expectation "
-        "ORDER BY h.update_time DESC, h.update_id DESC) AS _rank "
-        f"FROM {table} h JOIN this "
-        "ON h.dataset = this.dataset AND h.expectation = this.expectation "
-        "WHERE h.pipeline = :pipeline "
-        "AND (h.update_time < this.t OR (h.update_time = this.t AND h.update_id <= :update)) "
-        "AND (h.update_id = :update OR h.total_records > 0)) "
+        "WITH rules AS (SELECT h.*, max(CASE WHEN h.update_id = :update THEN h.update_time "
+        "END) OVER (PARTITION BY h.dataset, h.expectation) AS _this_time "
+        f"FROM {table} h WHERE h.pipeline = :pipeline "
+        "AND (h.update_id = :update OR h.total_records > 0)), "
+        "ranked AS (SELECT r.*, row_number() OVER (PARTITION BY r.dataset, r.expectation "
+        "ORDER BY r.update_time DESC, r.update_id DESC) AS _rank FROM rules r "
+        "WHERE r.update_time < r._this_time "
+        "OR (r.update_time = r._this_time AND r.update_id <= :update)) "
         f"SELECT {columns} FROM ranked WHERE _rank <= {int(updates) + 1} "
         "ORDER BY update_time DESC, dataset, expectation")
 
@@ -396,6 +422,13 @@ def read_recent(spark: Any, *, pipeline: str, update_id: Optional[str] = None,
         if not newest:
             return []
         update_id = str(newest[0]["update_id"])
+    return _recent_rows(spark, table, pipeline=pipeline, update_id=update_id,
+                        updates=updates)
+
+
+def _recent_rows(spark: Any, table: str, *, pipeline: str, update_id: str,
+                 updates: int) -> list[dict[str, Any]]:
+    """:func:`read_recent`'s rows from the existing history ``table`` (qualified)."""
     rows = spark.sql(recent_sql(table, updates),
                      args={"pipeline": pipeline, "update": update_id}).collect()
     return [{key: (value.isoformat() if isinstance(value, datetime.datetime) else value)

@@ -191,6 +191,10 @@ def read_through_server(url: str, token: str, *, catalog: Optional[str],
         raise ReadError(f"reading through {url} failed: {first[0]}") from error
 
 
+_INDEX = "_sdp_expect_index"
+"""The column that says which table a row of a union of tables comes from."""
+
+
 def _collect(spark: Any, *, catalog: Optional[str], database: Optional[str],
              sample: int, history_of: Optional[str] = None,
              history_updates: int = TREND_UPDATES) -> dict[str, Any]:
@@ -205,7 +209,10 @@ def _collect(spark: Any, *, catalog: Optional[str], database: Optional[str],
     database = spark.catalog.currentDatabase()
     tables = {t.name: (t.description or "") for t in spark.catalog.listTables()
               if not t.isTemporary}
-    metrics = []
+    # Few round trips to the server (each is part of a run's time): the metrics tables
+    # are read by one query (a union of them), the quarantines' sizes by another.
+    metrics_tables: list[tuple[str, list[str]]] = []
+    read = None
     for name in sorted(t for t in tables if t.endswith(METRICS_SUFFIX)):
         frame = spark.table(f"{_quoted(database)}.{_quoted(name)}")
         if not set(METRICS_COLUMNS) <= set(frame.columns):
@@ -213,10 +220,20 @@ def _collect(spark: Any, *, catalog: Optional[str], database: Optional[str],
         columns = [*METRICS_COLUMNS,
                    *(c for c in (*TOLERANCE_METRICS_COLUMNS, *WHOLE_METRICS_COLUMNS)
                      if c in frame.columns)]
-        rows = [_json_ready(row.asDict(recursive=True))
-                for row in frame.select(*columns).collect()]
-        metrics.append({"table": name, "comment": tables[name], "rows": rows})
-    quarantines = []
+        selected = frame.selectExpr(f"{len(metrics_tables)} AS {_INDEX}",
+                                    *(_quoted(c) for c in columns))
+        read = selected if read is None else read.unionByName(selected,
+                                                              allowMissingColumns=True)
+        metrics_tables.append((name, columns))
+    rows_of: list[list[dict[str, Any]]] = [[] for _ in metrics_tables]
+    for row in read.collect() if read is not None else []:
+        values = row.asDict(recursive=True)
+        columns = metrics_tables[values[_INDEX]][1]
+        rows_of[values[_INDEX]].append(_json_ready({c: values[c] for c in columns}))
+    metrics = [{"table": name, "comment": tables[name], "rows": rows}
+               for (name, _), rows in zip(metrics_tables, rows_of, strict=True)]
+    quarantines: list[dict[str, Any]] = []
+    counts = None
     for name, comment in sorted(tables.items()):
         match = QUARANTINE_COMMENT.match(comment)
         if match is None and not name.endswith(names.QUARANTINE_SUFFIX):
@@ -227,8 +244,13 @@ def _collect(spark: Any, *, catalog: Optional[str], database: Optional[str],
         dataset = match.group("dataset") if match else name[: -len(names.QUARANTINE_SUFFIX)]
         rows = [_json_ready(row.asDict(recursive=True))
                 for row in frame.limit(sample).collect()]
-        quarantines.append({"table": name, "dataset": dataset, "records": frame.count(),
+        size = frame.groupBy().count().selectExpr(f"{len(quarantines)} AS {_INDEX}",
+                                                  "count")
+        counts = size if counts is None else counts.union(size)
+        quarantines.append({"table": name, "dataset": dataset, "records": 0,
                             "columns": list(frame.columns), "sample": rows})
+    for row in counts.collect() if counts is not None else []:
+        quarantines[row[_INDEX]]["records"] = int(row["count"])
     found: dict[str, Any] = {"catalog": catalog, "database": database, "metrics": metrics,
                              "quarantines": quarantines, "notes": notes}
     if history_of is not None:

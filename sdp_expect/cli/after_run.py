@@ -1,0 +1,162 @@
+"""What ``sdp-expect run`` does once the pipeline's flows are done: read the data-quality
+tables for the summary, and append the update's rows to the history table.
+
+``spark-pipelines`` ends a run about two seconds after its last flow completes (SDP's
+scheduler looks at its flows once a second, and ends the run on a later look). A run
+through a Spark Connect server (the project's own, or a ``--remote``) therefore starts
+this work as soon as every flow has completed, in a thread, while the pipeline program
+is still ending (:class:`AfterFlows`); the summary is then built from the run's final
+events. A run whose flows did not all complete (a failure, a retry, a cancelled run)
+and a run on a local catalog (whose metastore admits one process at a time) do it after
+the program has ended, as before.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Mapping, Optional
+
+from sdp_expect.cli.history import record_run_history
+from sdp_expect.cli.spark_pipelines import EventLog, Invocation, Outcome
+from sdp_expect.project import Project
+from sdp_expect.report.build import build_report
+from sdp_expect.report.history_table import HistoryWrite
+from sdp_expect.report.model import QualityReport, ReadError, TableReading
+from sdp_expect.report.reader import read_tables, read_through_server
+from sdp_expect.report.trends import RECENT_UPDATES
+
+__all__ = ["AfterFlows", "Done", "all_flows_completed", "finish", "read_run_tables",
+           "report_of"]
+
+DONE_STATES = frozenset({"COMPLETED", "EXCLUDED"})
+"""Flow states after which a flow writes nothing more in this run (``EXCLUDED``: not
+selected by ``--refresh``). ``FAILED`` is not one: SDP may start a failed flow again."""
+
+
+def all_flows_completed(flows: Mapping[str, str]) -> bool:
+    """Every flow of the run is done and at least one completed (SDP queues every flow
+    of the run when it starts, so the flows seen are all of them)."""
+    return (any(state == "COMPLETED" for state in flows.values())
+            and all(state in DONE_STATES for state in flows.values()))
+
+
+def read_run_tables(project: Project, invocation: Invocation, sample: int, *,
+                    token: Optional[str]) -> TableReading:
+    """Read the metrics and quarantine tables through the server the run went to: the
+    project's (with its ``token``, while it is still up), or the user's ``--remote``;
+    a local catalog in a process of its own.
+
+    :raises ReadError: when the tables cannot be read.
+    """
+    if invocation.server_url and token is not None:
+        return read_through_server(invocation.server_url, token, catalog=project.catalog,
+                                   database=project.database, sample=sample)
+    remote = None if invocation.local else invocation.remote
+    return read_tables(project.folder, {} if remote else invocation.confs,
+                       catalog=project.catalog, database=project.database,
+                       remote=remote, sample=sample)
+
+
+def report_of(reading: TableReading, outcome: Outcome) -> QualityReport:
+    """The run's summary: the tables as read, with what the run said."""
+    events = outcome.events
+    return build_report(reading, flows=events.flows, violations=events.violations,
+                        tolerance_failures=events.tolerance_failures,
+                        dataset_rule_failures=events.dataset_rule_failures,
+                        run_status=events.run_state or ("COMPLETED" if outcome.returncode == 0
+                                                        else "FAILED"))
+
+
+@dataclass
+class Done:
+    """What was read and written after the flows.
+
+    :param reading: The tables as read (``None``: they could not be read, see ``problems``).
+    :param recorded: False when the history could not be written.
+    :param written: The history rows written (``None``: nothing to record, or a failure).
+    :param problems: What went wrong, one line each, for stderr.
+    :param flows: The flows' states the history's datasets were chosen by.
+    """
+
+    reading: Optional[TableReading] = None
+    recorded: bool = True
+    written: Optional[HistoryWrite] = None
+    problems: list[str] = field(default_factory=list)
+    flows: dict[str, str] = field(default_factory=dict)
+
+
+def _read_and_record(project: Project, outcome: Outcome, sample: int,
+                     token: Optional[str]) -> Done:
+    done = Done(flows=dict(outcome.events.flows))
+    try:
+        done.reading = read_run_tables(project, outcome.invocation, sample, token=token)
+    except ReadError as error:
+        done.problems.append(f"sdp-expect run: cannot read the metrics tables: {error}")
+        return done
+    done.recorded, done.written = record_run_history(
+        project, outcome.invocation, report_of(done.reading, outcome), token=token,
+        recent_updates=RECENT_UPDATES, say=done.problems.append)
+    return done
+
+
+class AfterFlows:
+    """The reading and the history write, started in a thread when every flow has
+    completed (:meth:`flows_changed`, called with the flows' states after each event),
+    for a run through a Spark Connect server."""
+
+    def __init__(self, project: Project, invocation: Invocation, sample: int, *,
+                 token: Optional[str]) -> None:
+        self._project, self._invocation = project, invocation
+        self._sample, self._token = sample, token
+        self._thread: Optional[threading.Thread] = None
+        self._done: Optional[Done] = None
+
+    @staticmethod
+    def applies(invocation: Invocation, token: Optional[str]) -> bool:
+        """Whether a run can start early: it goes through a Spark Connect server."""
+        return bool(invocation.server_url and token is not None) or (
+            not invocation.local and bool(invocation.remote))
+
+    def flows_changed(self, flows: Mapping[str, str]) -> None:
+        """Start the work when every flow has completed (once)."""
+        if self._thread is not None or not all_flows_completed(flows):
+            return
+        snapshot = Outcome(returncode=0, events=EventLog(flows=dict(flows)),
+                           invocation=self._invocation, rule_errors=[])
+
+        def work() -> None:
+            self._done = _read_and_record(self._project, snapshot, self._sample,
+                                          self._token)
+
+        self._thread = threading.Thread(target=work, name="sdp-expect: after the flows",
+                                        daemon=True)
+        self._thread.start()
+
+    def result(self) -> Optional[Done]:
+        """What the early work did (waits for it); ``None`` when it never started."""
+        if self._thread is None:
+            return None
+        self._thread.join()
+        return self._done
+
+
+def finish(project: Project, outcome: Outcome, sample: int, *, token: Optional[str],
+           early: Optional[AfterFlows]) -> Done:
+    """The reading and the history write of a run that has ended: the early work's when
+    it started and the flows are as it saw them, otherwise done now.
+
+    When the flows changed after the early work started (SDP does not change a completed
+    flow's state; this is a guard), the tables are read again for the summary, and the
+    history keeps what the early work wrote: the counts of flows that had completed.
+    """
+    done = early.result() if early is not None else None
+    if done is None:
+        return _read_and_record(project, outcome, sample, token)
+    if done.flows != outcome.events.flows and done.reading is not None:
+        try:
+            done.reading = read_run_tables(project, outcome.invocation, sample, token=token)
+        except ReadError as error:
+            done.reading = None
+            done.problems.append(f"sdp-expect run: cannot read the metrics tables: {error}")
+    return done
