@@ -18,6 +18,7 @@ __all__ = [
     "EVENT_LOG_VIEW",
     "FAILED_EXPECTATIONS_COLUMN",
     "HISTORY_TABLE",
+    "METRICS_COMMENT_HEAD",
     "METRICS_COLUMNS",
     "METRICS_SUFFIX",
     "TOLERANCE_METRICS_COLUMNS",
@@ -141,5 +142,10 @@ def metrics_comment(dataset: str, *, streaming: bool) -> str:
     :param streaming: True for a streaming table (cumulative counts).
     """
     if streaming:
-        return f"Data-quality metrics of {dataset}, cumulative since its last full refresh"
-    return f"Data-quality metrics of {dataset} for the latest update"
+        return f"{METRICS_COMMENT_HEAD}{dataset}, cumulative since its last full refresh"
+    return f"{METRICS_COMMENT_HEAD}{dataset} for the latest update"
+
+
+METRICS_COMMENT_HEAD = "Data-quality metrics of "
+"""How the comment of every metrics view sdp-expect makes starts (:func:`metrics_comment`):
+what tells its ``<dataset>_dq_metrics`` tables from a user's table of that name."""

@@ -17,7 +17,7 @@ from sdp_runner import MakePipeline, Pipeline
 
 from sdp_expect import names
 from sdp_expect import pipelines as dp
-from sdp_expect.report.build import build_report
+from sdp_expect.report.build import build_report, completed_metrics_tables
 from sdp_expect.report.history_table import (
     HISTORY_COLUMNS,
     MATERIALIZED_VIEW,
@@ -257,7 +257,11 @@ def test_rows_equal_the_metrics_of_a_materialized_view(make_pipeline: MakePipeli
     write_json(pipeline.path("inbox"), "1.json", [(1, 1)])
     pipeline.create_table("src", [(1, 5), (None, 20)], SCHEMA)
     assert pipeline.run().ok
+    # a user's table named like a metrics table, not made by sdp-expect: not recorded
+    pipeline.spark.sql(f"CREATE TABLE `{pipeline.database}`.mine_dq_metrics (n INT) "
+                       "USING parquet")
     written = _record(pipeline)
+    assert written.datasets == ["events", "orders"]
     columns = list(names.METRICS_COLUMNS)
     recorded = pipeline.spark.sql(
         f"SELECT * FROM `{pipeline.database}`.`{names.HISTORY_TABLE}` "
@@ -313,6 +317,18 @@ def test_a_run_records_the_datasets_its_summary_shows_as_updated() -> None:
         ("emptied_dq_metrics", "COMPLETED")]}
     report = build_report(reading, flows=flows, run_status="FAILED")
     assert updated_metrics_tables(report) == ["stream_dq_metrics", "updated_dq_metrics"]
+
+    # When every flow completed (cli/after_run.py records before the run's end), the
+    # metrics tables whose flows completed are the report's updated ones, but for
+    # those without numbers, which record_history adds no rows for.
+    done = {f"spark_catalog.default.{name}": state for name, state in [
+        ("updated", "COMPLETED"), ("updated_dq_metrics", "COMPLETED"),
+        ("stream_dq_metrics", "COMPLETED"), ("emptied_dq_metrics", "COMPLETED"),
+        ("untouched_dq_metrics", "EXCLUDED")]}
+    completed = build_report(reading, flows=done, run_status="COMPLETED")
+    assert completed_metrics_tables(done) == ["emptied_dq_metrics", "stream_dq_metrics",
+                                              "updated_dq_metrics"]
+    assert updated_metrics_tables(completed) == ["stream_dq_metrics", "updated_dq_metrics"]
 
 
 def test_a_table_format_must_be_a_name() -> None:

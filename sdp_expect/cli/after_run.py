@@ -20,8 +20,8 @@ from typing import Mapping, Optional
 from sdp_expect.cli.history import record_run_history
 from sdp_expect.cli.spark_pipelines import EventLog, Invocation, Outcome
 from sdp_expect.project import Project
-from sdp_expect.report.build import build_report
-from sdp_expect.report.history_table import HistoryWrite
+from sdp_expect.report.build import build_report, completed_metrics_tables
+from sdp_expect.report.history_table import HistoryWrite, updated_metrics_tables
 from sdp_expect.report.model import QualityReport, ReadError, TableReading
 from sdp_expect.report.reader import read_tables, read_through_server
 from sdp_expect.report.trends import RECENT_UPDATES
@@ -88,6 +88,7 @@ class Done:
 
 def _read_and_record(project: Project, outcome: Outcome, sample: int,
                      token: Optional[str]) -> Done:
+    """After the run: read the tables, then record the datasets the report shows updated."""
     done = Done(flows=dict(outcome.events.flows))
     try:
         done.reading = read_run_tables(project, outcome.invocation, sample, token=token)
@@ -95,8 +96,33 @@ def _read_and_record(project: Project, outcome: Outcome, sample: int,
         done.problems.append(f"sdp-expect run: cannot read the metrics tables: {error}")
         return done
     done.recorded, done.written = record_run_history(
-        project, outcome.invocation, report_of(done.reading, outcome), token=token,
+        project, outcome.invocation,
+        updated_metrics_tables(report_of(done.reading, outcome)), token=token,
         recent_updates=RECENT_UPDATES, say=done.problems.append)
+    return done
+
+
+def _read_while_recording(project: Project, outcome: Outcome, sample: int,
+                          token: Optional[str]) -> Done:
+    """Every flow completed: the history records the datasets whose metrics flows
+    completed (what the report will show as updated) in a thread of its own, while this
+    one reads the tables. Two sessions on the server, side by side."""
+    done = Done(flows=dict(outcome.events.flows))
+    history_problems: list[str] = []
+
+    def record() -> None:
+        done.recorded, done.written = record_run_history(
+            project, outcome.invocation, completed_metrics_tables(outcome.events.flows),
+            token=token, recent_updates=RECENT_UPDATES, say=history_problems.append)
+
+    recorder = threading.Thread(target=record, name="sdp-expect: the history", daemon=True)
+    recorder.start()
+    try:
+        done.reading = read_run_tables(project, outcome.invocation, sample, token=token)
+    except ReadError as error:
+        done.problems.append(f"sdp-expect run: cannot read the metrics tables: {error}")
+    recorder.join()
+    done.problems.extend(history_problems)
     return done
 
 
@@ -126,8 +152,8 @@ class AfterFlows:
                            invocation=self._invocation, rule_errors=[])
 
         def work() -> None:
-            self._done = _read_and_record(self._project, snapshot, self._sample,
-                                          self._token)
+            self._done = _read_while_recording(self._project, snapshot, self._sample,
+                                               self._token)
 
         self._thread = threading.Thread(target=work, name="sdp-expect: after the flows",
                                         daemon=True)
@@ -148,7 +174,11 @@ def finish(project: Project, outcome: Outcome, sample: int, *, token: Optional[s
 
     When the flows changed after the early work started (SDP does not change a completed
     flow's state; this is a guard), the tables are read again for the summary, and the
-    history keeps what the early work wrote: the counts of flows that had completed.
+    history keeps what the early work wrote: the counts of flows that had completed. The
+    early history recorded the tables whose metrics flows completed; the report built
+    from the run's end shows the same datasets as updated unless a table was empty (it
+    adds no rows) or not sdp-expect's (not recorded), the two cases
+    :func:`~sdp_expect.report.history_table.record_history` leaves out itself.
     """
     done = early.result() if early is not None else None
     if done is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 from sdp_expect import names
 from sdp_expect.cli.catalog_access import catalog_access, parse_confs
@@ -40,9 +40,7 @@ from sdp_expect.report.history_table import (
     record_through,
     show_in_own_process,
     show_through,
-    updated_metrics_tables,
 )
-from sdp_expect.report.model import QualityReport
 from sdp_expect.report.trends import RECENT_UPDATES, rule_trends
 
 __all__ = ["HISTORY_DESCRIPTION", "add_history", "command_history", "record_run_history"]
@@ -264,26 +262,29 @@ def _print_rows(rows: list[dict[str, Any]], form: str) -> None:
         for line in table))
 
 
-def record_run_history(project: Project, invocation: Invocation, report: QualityReport, *,
+def record_run_history(project: Project, invocation: Invocation, tables: Sequence[str], *,
                        token: Optional[str], recent_updates: Optional[int] = None,
                        say: Optional[Callable[[str], None]] = None,
                        ) -> tuple[bool, Optional[HistoryWrite]]:
-    """After ``sdp-expect run``'s summary: append this run's rows to the history, through
-    the server the summary was read through. The datasets recorded are those the report
-    shows as updated by this run. A failure is said on stderr.
+    """After ``sdp-expect run``: append this run's rows to the history, through the server
+    the summary is read through. A failure is said on stderr.
 
+    :param tables: The metrics tables of the datasets this run updated: those the report
+        shows as updated (:func:`~sdp_expect.report.history_table.updated_metrics_tables`),
+        or, when every flow of the run completed, those whose flows completed
+        (:func:`~sdp_expect.report.build.completed_metrics_tables`).
     :param recent_updates: Also read back, in the same session, the rows that compare
         this update with its ``recent_updates`` recent ones (:attr:`HistoryWrite.recent`).
     :param say: Where a failure's line goes (default: stderr).
     :returns: False when the history could not be written; what was written (``None``
         when nothing was to be recorded, or on failure).
     """
-    tables = updated_metrics_tables(report)
     if not tables:
         return True, None
     options: dict[str, Any] = {
         "pipeline": project.name, "catalog": project.catalog, "database": project.database,
-        "table_format": _format(project, dict(invocation.confs)), "metrics_tables": tables,
+        "table_format": _format(project, dict(invocation.confs)),
+        "metrics_tables": list(tables),
         "recent_updates": recent_updates}
     try:
         if invocation.server_url and token is not None:

@@ -26,7 +26,7 @@ from sdp_expect.report.model import (
 from sdp_expect.report.trends import rule_trends
 from sdp_expect.violation import DatasetRuleFailure, ToleranceFailure, Violation
 
-__all__ = ["build_report"]
+__all__ = ["build_report", "completed_metrics_tables"]
 
 
 def _int(value: Any) -> int:
@@ -185,6 +185,14 @@ def _kept(history: Mapping[str, Any], key: str,
         if failure is not None and failure not in found:
             found.append(failure)
     return found
+
+
+def completed_metrics_tables(flows: Mapping[str, str]) -> list[str]:
+    """The metrics tables whose flows completed, by the flows' states of a run: when no
+    flow of the run failed, the tables of the datasets the report shows as updated
+    (:func:`_run_state`), those empty or not sdp-expect's apart."""
+    return sorted({_short(flow) for flow, state in flows.items()
+                   if state == "COMPLETED" and _short(flow).endswith(METRICS_SUFFIX)})
 
 
 def _run_state(summary: DatasetSummary, states: Mapping[str, str]) -> str:

@@ -267,7 +267,8 @@ def record_history(spark: Any, *, pipeline: str, catalog: Optional[str] = None,
         session's ``spark.sql.sources.default`` (parquet unless set).
     :param metrics_tables: Record only these metrics tables (``sdp-expect run``: the
         datasets this run updated); ``None``: every ``<dataset>_dq_metrics`` table of the
-        database. A metrics table that is empty (its update failed) adds no rows.
+        database. A metrics table that is empty (its update failed) adds no rows, and a
+        table of that name whose comment is not sdp-expect's (a user's) is not recorded.
     :param update_id: The update's id; default a new uuid4.
     :param update_time: When the counts are recorded; default now.
     :param recent_updates: Also read, after writing, :func:`read_recent` for this update
@@ -301,6 +302,8 @@ def record_history(spark: Any, *, pipeline: str, catalog: Optional[str] = None,
                 continue
             if metrics_tables is not None and name not in metrics_tables:
                 continue
+            if not listed[name].startswith(names.METRICS_COMMENT_HEAD):
+                continue  # a table of that name that sdp-expect did not make
             dataset = name[: -len(names.METRICS_SUFFIX)]
             metrics = _qualified(catalog, database, name)
             if STREAMING_METRICS_COMMENT in listed[name]:
