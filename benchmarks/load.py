@@ -431,6 +431,11 @@ class Bench:
                 m.retained_mb.append(retained)
                 self.retained.append((f"{key}/{round_no}/{update}", retained))
                 m.committed = committed_batches(pipeline.storage, flows, pipeline.database)
+                if self.args.archive_processed:  # as the file source's cleanSource=archive
+                    archive = pipeline.path("archive")
+                    archive.mkdir(exist_ok=True)
+                    for name in sorted(os.listdir(inbox)):
+                        os.replace(inbox / name, archive / name)
                 # One micro-batch per file; the batch log's flow also runs the batch
                 # without data that ends each update and writes the last batch's row
                 # (Spark 4.2+; on 4.1 it writes a row per record, with no aggregation).
@@ -564,6 +569,10 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser.add_argument("--records-per-file", type=int, default=50)
     parser.add_argument("--updates", type=int, default=1,
                         help="updates per run; the files arrive in this many slices")
+    parser.add_argument("--archive-processed", action="store_true",
+                        help="after each update, move the files it read out of the inbox "
+                             "(as the file source's cleanSource=archive does), so that each "
+                             "update lists only its own files")
     parser.add_argument("--repeats", type=int, default=3, help="counted runs per variant")
     parser.add_argument("--warmup-files", type=int, default=20,
                         help="files of the uncounted warm-up run of each variant (0: none)")
