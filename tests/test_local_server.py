@@ -12,6 +12,7 @@ seconds; ``tests/test_cli_parallel.py`` runs the same with Spark.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -19,7 +20,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Iterator
 
 import pytest
 from cli_helpers import fake_args, fake_commands, sdp_expect, sdp_expect_script
@@ -69,6 +70,18 @@ def json_run(*args: str, cwd: Path, env: dict[str, str]) -> tuple[int, dict[str,
     return done.returncode, json.loads(done.stdout), done.stderr
 
 
+@contextlib.contextmanager
+def run_holds_the_lock(project: Path) -> Iterator[IO[str]]:
+    """The project's lock, held as a run (process 4242) of the project holds it."""
+    lock = project / ".sdp-expect" / "project.lock"
+    lock.parent.mkdir(exist_ok=True)
+    with open(lock, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.write(json.dumps({"pid": 4242, "command": "run"}))
+        handle.flush()
+        yield handle
+
+
 def test_options_for_the_server_and_for_spark_pipelines_are_split() -> None:
     server, run = split_options([
         "--full-refresh", "a,b", "--master", "local[4]", "--conf", "k=v", "--driver-memory=2g",
@@ -111,12 +124,7 @@ def test_a_run_on_the_projects_server_starts_the_pipelines_program_directly(
 
 def test_a_run_waits_for_another_run_of_the_same_project(project: Path,
                                                          env: dict[str, str]) -> None:
-    lock = project / ".sdp-expect" / "project.lock"
-    lock.parent.mkdir()
-    with open(lock, "w") as handle:  # another run of the project holds the lock
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        handle.write(json.dumps({"pid": 4242, "command": "run"}))
-        handle.flush()
+    with run_holds_the_lock(project):  # another run of the project holds the lock
         began = time.monotonic()
         done = sdp_expect("dry-run", "--wait", "1", cwd=project, env=env)
         assert time.monotonic() - began >= 1
@@ -130,6 +138,43 @@ def test_a_run_waits_for_another_run_of_the_same_project(project: Path,
         assert not Path(env["FAKE_ARGS"]).exists()  # spark-pipelines never started
     status, document, _ = json_run("dry-run", "--wait", "0", cwd=project, env=env)
     assert status == 0 and document["server"]["warm"] is False
+
+
+@pytest.mark.parametrize("command", [("report",), ("history", "show"), ("history", "record"),
+                                     ("history", "alerts")])
+def test_report_and_history_wait_for_a_run_that_uses_the_projects_catalog(
+        project: Path, env: dict[str, str], command: tuple[str, ...]) -> None:
+    """Read in a Spark process of their own, the project folder's catalog (Derby) admits
+    one at a time: they take the project's turn as a run does, and say why they wait."""
+    said = " ".join(command)
+    with run_holds_the_lock(project) as handle:
+        refused = sdp_expect(*command, "--wait", "0", cwd=project, env=env)
+        assert refused.returncode == 1, refused.stdout + refused.stderr
+        assert f"sdp-expect {said}: [SDPX-SRV-502]" in refused.stderr
+        assert "another sdp-expect run (process 4242) of this project" in refused.stderr
+        assert "--wait SECONDS" in refused.stderr  # the fix
+        assert "no catalog" not in refused.stderr  # it did not look before its turn
+
+        # Another one waits for its turn: the lock is released once it has said so
+        waiting = subprocess.Popen([sdp_expect_script(), *command, "--wait", "60"], cwd=project,
+                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
+        assert waiting.stderr is not None
+        said_first = [waiting.stderr.readline()]
+        while said_first[-1] and "waiting" not in said_first[-1]:
+            said_first.append(waiting.stderr.readline())
+        assert said_first[-1] == ("sdp-expect: another sdp-expect run (process 4242) of this "
+                                  "project is using its catalog; waiting up to 60 s for it to "
+                                  "finish\n"), said_first
+        time.sleep(1)
+        assert waiting.poll() is None  # still waiting
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        out, rest = waiting.communicate(timeout=120)
+    # Its turn came: no run has made the catalog yet, which it then says
+    assert waiting.returncode == 1, out + rest
+    assert f"sdp-expect {said}: no catalog in" in rest and "SDPX-SRV-502" not in rest
+    # released: the holder's record is cleared
+    assert (project / ".sdp-expect" / "project.lock").read_text() == ""
 
 
 def test_runs_use_the_warm_server_until_it_is_stopped(project: Path,

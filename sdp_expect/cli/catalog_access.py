@@ -6,19 +6,36 @@ else through ``--remote``, else in a Spark process of its own on the project's c
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
-from sdp_expect.cli.local_server import ServerRecord, warm_server
+from sdp_expect.cli.local_server import ServerRecord, project_lock, warm_server
 from sdp_expect.cli.spark_pipelines import default_confs, is_local
 from sdp_expect.project import Project, UsageProblem
 
-__all__ = ["CatalogAccess", "catalog_access", "parse_confs"]
+__all__ = ["DEFAULT_WAIT", "CatalogAccess", "add_wait_argument", "catalog_access", "catalog_turn",
+           "parse_confs"]
+
+DEFAULT_WAIT = 300.0
+"""Seconds a command waits by default for another command of the project that uses its
+catalog (``--wait``)."""
 
 _CATALOG_SETTINGS = frozenset({"spark.sql.catalogImplementation",
                                "spark.hadoop.javax.jdo.option.ConnectionURL"})
 """Settings that name another catalog than the project folder's."""
+
+
+def add_wait_argument(parser: argparse.ArgumentParser) -> None:
+    """``--wait SECONDS`` (old name ``--port-wait``): how long to wait for another command
+    of the same project that uses its catalog."""
+    parser.add_argument("--wait", "--port-wait", dest="wait", type=float, default=DEFAULT_WAIT,
+                        metavar="SECONDS",
+                        help="when another sdp-expect command of the same project is using its "
+                        f"catalog, wait this long for it to finish (default: {DEFAULT_WAIT:.0f}; "
+                        "0: do not wait). Commands of other projects never wait")
 
 
 def parse_confs(pairs: Sequence[str]) -> dict[str, str]:
@@ -65,3 +82,27 @@ def catalog_access(project: Project, remote: Optional[str],
     confs = {} if remote else {**default_confs(project.folder), **given}
     own = not (remote or warm or _CATALOG_SETTINGS & set(given))
     return CatalogAccess(remote, warm, confs, own)
+
+
+@contextlib.contextmanager
+def catalog_turn(project: Project, access: CatalogAccess, *, wait: float, command: str,
+                 say: Callable[[str], None]) -> Iterator[None]:
+    """The command's turn at the project folder's catalog.
+
+    A command that reads that catalog in a Spark process of its own holds the project's
+    lock while it does (as ``run`` does): the embedded Derby metastore admits one process
+    at a time, so a ``report`` or ``history`` during a run would otherwise fail to open it.
+    Through a warm server or a remote one, nothing is held.
+
+    :param project: The project.
+    :param access: How the command reaches the catalog (:func:`catalog_access`).
+    :param wait: Seconds to wait for another command of the project (0: not at all).
+    :param command: The command, for the message of one that waits for it.
+    :param say: Tells the user that the command waits, once.
+    :raises ServerProblem: SDPX-SRV-502 when the other command does not finish in time.
+    """
+    if not access.own_catalog:
+        yield
+        return
+    with project_lock(project.folder.resolve(), wait=wait, say=say, command=command):
+        yield

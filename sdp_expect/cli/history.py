@@ -16,7 +16,13 @@ import sys
 from typing import Any, Callable, Optional, Sequence
 
 from sdp_expect import names
-from sdp_expect.cli.catalog_access import catalog_access, parse_confs
+from sdp_expect.cli.catalog_access import (
+    CatalogAccess,
+    add_wait_argument,
+    catalog_access,
+    catalog_turn,
+    parse_confs,
+)
 from sdp_expect.cli.exit_codes import (
     EXIT_ALERT,
     EXIT_OK,
@@ -24,11 +30,12 @@ from sdp_expect.cli.exit_codes import (
     EXIT_USAGE,
     write_text,
 )
+from sdp_expect.cli.local_server import ServerProblem
 from sdp_expect.cli.spark_pipelines import Invocation
 from sdp_expect.cli.webhook import alert_settings, deliver
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.project import Project, UsageProblem, find_spec, load_project
-from sdp_expect.report.alerts import evaluate_alerts
+from sdp_expect.report.alerts import AlertSettings, evaluate_alerts
 from sdp_expect.report.comparison import alert_lines, comparison_lines, trend_dict
 from sdp_expect.report.history_table import (
     HistoryError,
@@ -137,6 +144,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--remote", metavar="URL",
                         help="go through this Spark Connect server (sc://host:port) instead of "
                         "the project's local catalog")
+    add_wait_argument(parser)
 
 
 def _no_action(parser: argparse.ArgumentParser) -> int:
@@ -162,6 +170,20 @@ def command_history(args: argparse.Namespace, action: str) -> int:
         write_text(sys.stderr, f"sdp-expect history {action}: {error.render()}\n")
         return EXIT_USAGE
     access = catalog_access(project, args.remote, given)
+    try:
+        with catalog_turn(project, access, wait=args.wait, command=f"history {action}",
+                          say=lambda text: write_text(sys.stderr, text)):
+            return _history_action(args, action, project, access, given, settings)
+    except ServerProblem as problem:
+        write_text(sys.stderr, f"sdp-expect history {action}: {problem.render()}")
+        return EXIT_PROBLEMS
+
+
+def _history_action(args: argparse.Namespace, action: str, project: Project,
+                    access: CatalogAccess, given: dict[str, str],
+                    settings: Optional[AlertSettings]) -> int:
+    """``record``, ``show`` or ``alerts`` (``settings`` given), on the catalog ``access``
+    reaches (the caller holds the project's lock when that is the folder's own)."""
     remote, warm, confs = access.remote, access.warm, access.confs
     if access.missing(project.folder):
         write_text(sys.stderr, f"sdp-expect history {action}: no catalog in {project.folder} "

@@ -15,8 +15,14 @@ import datetime
 import sys
 from pathlib import Path
 
-from sdp_expect.cli.catalog_access import catalog_access, parse_confs
+from sdp_expect.cli.catalog_access import (
+    add_wait_argument,
+    catalog_access,
+    catalog_turn,
+    parse_confs,
+)
 from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, version, write_text
+from sdp_expect.cli.local_server import ServerProblem
 from sdp_expect.project import UsageProblem, find_spec, load_project
 from sdp_expect.report.as_json import to_json
 from sdp_expect.report.build import build_report
@@ -77,6 +83,7 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
                         "of the project's local catalog")
     parser.add_argument("--sample", type=int, default=DEFAULT_SAMPLE, metavar="N",
                         help=f"quarantined records shown per dataset (default: {DEFAULT_SAMPLE})")
+    add_wait_argument(parser)
 
 
 def command_report(args: argparse.Namespace) -> int:
@@ -91,19 +98,24 @@ def command_report(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     access = catalog_access(project, args.remote, given)
     remote, warm, confs = access.remote, access.warm, access.confs
-    if access.missing(project.folder):
-        write_text(sys.stderr, f"sdp-expect report: no catalog in {project.folder} "
-                   "(metastore_db/): run the pipeline first with `sdp-expect run`\n")
-        return EXIT_PROBLEMS
     try:
-        if warm is not None:  # it holds the project's catalog: read through it
-            reading = read_through_server(warm.url, warm.token, catalog=project.catalog,
-                                          database=project.database, sample=args.sample,
-                                          history_of=project.name)
-        else:
-            reading = read_tables(project.folder, confs, catalog=project.catalog,
-                                  database=project.database, remote=remote,
-                                  sample=args.sample, history_of=project.name)
+        with catalog_turn(project, access, wait=args.wait, command="report",
+                          say=lambda text: write_text(sys.stderr, text)):
+            if access.missing(project.folder):
+                write_text(sys.stderr, f"sdp-expect report: no catalog in {project.folder} "
+                           "(metastore_db/): run the pipeline first with `sdp-expect run`\n")
+                return EXIT_PROBLEMS
+            if warm is not None:  # it holds the project's catalog: read through it
+                reading = read_through_server(warm.url, warm.token, catalog=project.catalog,
+                                              database=project.database, sample=args.sample,
+                                              history_of=project.name)
+            else:
+                reading = read_tables(project.folder, confs, catalog=project.catalog,
+                                      database=project.database, remote=remote,
+                                      sample=args.sample, history_of=project.name)
+    except ServerProblem as problem:
+        write_text(sys.stderr, f"sdp-expect report: {problem.render()}")
+        return EXIT_PROBLEMS
     except ReadError as error:
         write_text(sys.stderr, f"sdp-expect report: cannot read the tables: {error}\n")
         return EXIT_PROBLEMS

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence, TextIO
 
 from sdp_expect.cli.after_run import AfterFlows, finish, report_of
+from sdp_expect.cli.catalog_access import add_wait_argument
 from sdp_expect.cli.exit_codes import (
     EXIT_ALERT,
     EXIT_OK,
@@ -81,7 +82,6 @@ __all__ = [
     "add_dry_run",
     "add_pass_through",
     "add_run",
-    "add_wait_argument",
     "command_run",
     "exit_status",
     "status_with_alerts",
@@ -186,16 +186,6 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, summary: bool) -> N
                             help="POST each alert that fires, as JSON, to this URL (instead "
                             "of the setting sdp_expect.alert.webhook); a failed POST is "
                             "reported and does not change the exit status")
-
-
-def add_wait_argument(parser: argparse.ArgumentParser) -> None:
-    """``--wait SECONDS`` (old name ``--port-wait``): how long to wait for another run of
-    the same project."""
-    parser.add_argument("--wait", "--port-wait", dest="wait", type=float, default=300.0,
-                        metavar="SECONDS",
-                        help="when another sdp-expect command of the same project is using its "
-                        "catalog, wait this long for it to finish (default: 300; 0: do not "
-                        "wait). Runs of other projects never wait")
 
 
 def _add_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], *,

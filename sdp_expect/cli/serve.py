@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from sdp_expect.cli.catalog_access import add_wait_argument
 from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, write_text
 from sdp_expect.cli.local_server import (
     SERVE_LOG,
@@ -35,7 +36,7 @@ from sdp_expect.cli.local_server import (
     warm_up,
     write_record,
 )
-from sdp_expect.cli.run import add_pass_through, add_wait_argument
+from sdp_expect.cli.run import add_pass_through
 from sdp_expect.cli.spark_pipelines import SHARED_OPTIONS, build_command, split_options
 from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.project import Project, UsageProblem, find_spec, load_project
