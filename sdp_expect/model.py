@@ -539,17 +539,20 @@ def make_expectation(
         )
     if not name.strip():
         raise SdpExpectError("SDPX-VAL-002", dataset=dataset, expectation=name, location=place)
+    # The rule's shape (action, tolerance) is checked before its expression, on every kind:
+    # one error is raised per rule, and a mistake of shape is one that a rule file's schema
+    # also finds (tests/test_rule_schema.py), which the expression's own may not be.
     if isinstance(constraint, (UniqueKey, Reference)):
-        constraint.validate(dataset=dataset, expectation=label, location=place)
         act = parse_action(action, dataset=dataset, expectation=label, location=place)
         tolerance = parse_tolerance(max_failed, dataset=dataset, expectation=label,
                                     location=place)
+        constraint.validate(dataset=dataset, expectation=label, location=place)
         return Expectation(name=name, constraint=constraint.text, action=act, place=place,
                            max_failed=tolerance, check=constraint)
     if isinstance(constraint, (RowCount, Aggregate)):
-        constraint.validate(dataset=dataset, expectation=label, location=place)
         act = parse_action(action, dataset=dataset, expectation=label, location=place)
         check_whole_rule(constraint, act, max_failed, dataset, label, place)
+        constraint.validate(dataset=dataset, expectation=label, location=place)
         return Expectation(name=name, constraint=constraint.text, action=act, place=place,
                            whole=constraint)
     if not isinstance(constraint, str):
@@ -567,6 +570,7 @@ def make_expectation(
     if not constraint.strip():
         raise SdpExpectError("SDPX-VAL-001", dataset=dataset, expectation=label, location=place)
     act = parse_action(action, dataset=dataset, expectation=label, location=place)
+    tolerance = parse_tolerance(max_failed, dataset=dataset, expectation=label, location=place)
     problem = check_constraint(constraint)
     if problem is not None:
         raise SdpExpectError(
@@ -576,7 +580,6 @@ def make_expectation(
             expectation=label,
             location=place,
         )
-    tolerance = parse_tolerance(max_failed, dataset=dataset, expectation=label, location=place)
     return Expectation(name=name, constraint=constraint, action=act, place=place,
                        max_failed=tolerance)
 
@@ -588,16 +591,18 @@ def check_whole_rule(rule: WholeCheck, action: Action, max_failed: object,
     none can be dropped); SDPX-DEF-116 for its tolerance (it has one verdict, not a count
     of records that violate it)."""
     kind = "row count" if isinstance(rule, RowCount) else "aggregate"
+    unbounded = isinstance(rule, RowCount) and rule.min is None and rule.max is None
+    shown = "row_count()" if unbounded else rule.text  # checked before its bounds are
     if action is Action.DROP:
         raise SdpExpectError(
             "SDPX-DEF-115",
-            f"the {kind} rule {rule.text} cannot drop records: it judges the dataset as a "
+            f"the {kind} rule {shown} cannot drop records: it judges the dataset as a "
             "whole and puts no record at fault", dataset=dataset, expectation=expectation,
             location=place)
     if max_failed is not None:
         raise SdpExpectError(
             "SDPX-DEF-116",
-            f"max_failed={max_failed!r} on the {kind} rule {rule.text}: a rule on the "
+            f"max_failed={max_failed!r} on the {kind} rule {shown}: a rule on the "
             "dataset as a whole has one verdict per update, not a count of failed records",
             dataset=dataset, expectation=expectation, location=place)
 
