@@ -390,6 +390,8 @@ class WebhookReceiver:
         import http.server
 
         self.status = status
+        self.statuses: list[int] = []
+        """Statuses to answer first, one per POST, before :attr:`status`."""
         self.bodies: list[tuple[str, Any]] = []
         receiver = self
 
@@ -398,7 +400,8 @@ class WebhookReceiver:
                 length = int(self.headers["Content-Length"])
                 receiver.bodies.append((self.headers["Content-Type"],
                                         json.loads(self.rfile.read(length))))
-                self.send_response(receiver.status)
+                self.send_response(receiver.statuses.pop(0) if receiver.statuses
+                                   else receiver.status)
                 self.end_headers()
 
             def log_message(self, *args: Any) -> None:

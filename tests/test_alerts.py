@@ -4,6 +4,7 @@ webhook's POST (cli.webhook), without Spark (docs/alerts.md)."""
 from __future__ import annotations
 
 import datetime
+import io
 import json
 from decimal import Decimal
 from fractions import Fraction
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 
 from sdp_expect.cli.exit_codes import EXIT_ALERT, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from sdp_expect.cli.run import status_with_alerts
-from sdp_expect.cli.webhook import alert_settings, post_alert
+from sdp_expect.cli.webhook import RETRY_PAUSES, alert_settings, deliver, post_alert
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.project import UsageProblem
 from sdp_expect.report.alerts import (
@@ -255,15 +256,52 @@ def _post_three(receiver: WebhookReceiver) -> None:
     url = receiver.url
     message = {"schema": MESSAGE_SCHEMA, "dataset": "orders", "expectation": "é",
                "kind": "max_rate"}
-    done = post_alert(url, message)
-    assert done.ok and done.status == 204 and done.error is None
-    assert receiver.bodies == [("application/json; charset=utf-8", message)]
+    waits: list[float] = []
+    done = post_alert(url, message, sleep=waits.append)
+    assert done.ok and done.status == 204 and done.error is None and done.tries == 1
+    assert receiver.bodies == [("application/json; charset=utf-8", message)] and waits == []
     receiver.status = 500
-    failed = post_alert(url, message)
+    failed = post_alert(url, message, sleep=waits.append)
     assert not failed.ok and failed.status == 500 and "HTTP 500" in str(failed.error)
-    refused = post_alert(f"http://127.0.0.1:{closed_port()}/", message, timeout=2)
+    assert failed.tries == 3 and waits == list(RETRY_PAUSES) and len(receiver.bodies) == 4
+    waits.clear()
+    refused = post_alert(f"http://127.0.0.1:{closed_port()}/", message, timeout=2,
+                         sleep=waits.append)
     assert not refused.ok and refused.status is None and refused.error
-    assert refused.as_dict()["dataset"] == "orders"
+    assert refused.tries == 3 and waits == list(RETRY_PAUSES)
+    assert refused.as_dict()["dataset"] == "orders" and refused.as_dict()["tries"] == 3
+
+
+def test_a_post_is_tried_again_only_while_its_failure_may_pass() -> None:
+    message = {"dataset": "orders", "expectation": "x", "kind": "max_rate"}
+    with WebhookReceiver() as receiver:
+        for first, tries in ((503, 2), (429, 2), (500, 2), (400, 1), (404, 1), (302, 1)):
+            receiver.bodies.clear()
+            receiver.statuses = [first, 204]
+            waits: list[float] = []
+            got = post_alert(receiver.url, message, sleep=waits.append)
+            assert got.tries == tries and len(receiver.bodies) == tries, first
+            assert got.ok == (tries == 2) and waits == list(RETRY_PAUSES[:tries - 1]), first
+        receiver.statuses = [503, 503, 204]  # the third try is the last
+        assert post_alert(receiver.url, message, sleep=lambda _: None).ok
+        receiver.statuses = [503, 503, 503, 204]
+        assert post_alert(receiver.url, message, sleep=lambda _: None).status == 503
+
+
+def test_a_webhook_that_does_not_answer_delays_the_command_by_one_alerts_tries() -> None:
+    messages = [{"dataset": "orders", "expectation": e, "kind": "max_rate"} for e in "abc"]
+    url = f"http://127.0.0.1:{closed_port()}/"
+    waits: list[float] = []
+    said = io.StringIO()
+    got = deliver(messages, url, command="sdp-expect run", stderr=said, sleep=waits.append)
+    assert [d.tries for d in got] == [3, 1, 1] and waits == list(RETRY_PAUSES)
+    lines = said.getvalue().splitlines()
+    assert len(lines) == 3 and "(3 tries)" in lines[0] and "tries" not in lines[1]
+    assert all(line.endswith("(the exit status does not change)") for line in lines)
+    with WebhookReceiver(status=503) as receiver:  # it answers: each alert gets its tries
+        got = deliver(messages, receiver.url, command="c", stderr=io.StringIO(),
+                      sleep=lambda _: None)
+        assert [d.tries for d in got] == [3, 3, 3] and len(receiver.bodies) == 9
 
 
 def test_fail_on_alert_gives_4_only_when_nothing_else_failed() -> None:
