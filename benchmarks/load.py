@@ -78,7 +78,9 @@ SCHEMA = "seq BIGINT, id INT, amount INT, note STRING"
 TABLE = "orders"
 FLOWS = {"a": {TABLE: TABLE},
          "b": {TABLE: TABLE, f"{TABLE}_quarantine": f"{TABLE}_to_quarantine",
-               f"{TABLE}_dq_batches": f"{TABLE}_to_dq_batches"}}
+               f"{TABLE}_dq_batches": f"{TABLE}_to_dq_batches"},
+         "h": {TABLE: TABLE, f"{TABLE}_quarantine": f"{TABLE}_quarantine",
+               f"{TABLE}_counts": f"{TABLE}_counts"}}
 RULES: list[tuple[str, str, Callable[[dict[str, Any]], bool]]] = [
     ("small", "warn", lambda r: r["amount"] is not None and r["amount"] < 900),
     ("valid_id", "drop", lambda r: r["id"] is not None),
@@ -170,6 +172,48 @@ def rules_definitions(inbox: Path) -> Callable[[SparkSession], None]:
     return define
 
 
+KEEP = "coalesce(id IS NOT NULL, false) AND coalesce(amount >= 0, false)"
+"""The two drop rules of (b), written by hand: a NULL verdict is a violation, as in sdp-expect."""
+
+
+def hand_definitions(inbox: Path) -> Callable[[SparkSession], None]:
+    """(h) What (b) does, written by hand in plain ``pyspark.pipelines``: the table of the
+    kept records, the quarantine, a streaming table of per-record counts (no aggregation
+    with state: what sdp-expect writes on Spark 4.1) and a metrics view summing it. Three
+    streaming queries over the source, as in (b): the cost of the pattern, whoever writes
+    it."""
+
+    def define(spark: SparkSession) -> None:
+        def source() -> DataFrame:
+            return spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(
+                str(inbox))
+
+        @sdp.table(name=TABLE)
+        def orders() -> DataFrame:
+            return source().where(KEEP)
+
+        @sdp.table(name=f"{TABLE}_quarantine")
+        def quarantine() -> DataFrame:
+            return source().where(f"NOT ({KEEP})")
+
+        @sdp.table(name=f"{TABLE}_counts")
+        def counts() -> DataFrame:
+            return source().selectExpr(
+                "current_timestamp() AS batch_time", "1 AS records",
+                f"CAST(NOT ({KEEP}) AS INT) AS dropped",
+                "CAST(NOT coalesce(amount < 900, false) AS INT) AS small",
+                "CAST(NOT coalesce(id IS NOT NULL, false) AS INT) AS valid_id",
+                "CAST(NOT coalesce(amount >= 0, false) AS INT) AS not_negative")
+
+        @sdp.materialized_view(name=f"{TABLE}_metrics")
+        def metrics() -> DataFrame:
+            return spark.read.table(f"{TABLE}_counts").selectExpr(
+                "sum(records) AS total", "sum(dropped) AS dropped", "sum(small) AS small",
+                "sum(valid_id) AS valid_id", "sum(not_negative) AS not_negative")
+
+    return define
+
+
 def _expect(what: str, actual: Any, expected: Any) -> None:
     if actual != expected:
         raise BenchmarkError(f"{what}: got {actual!r}, expected {expected!r}")
@@ -184,6 +228,16 @@ def check(key: str, result: RunResult, exp: Expected) -> dict[str, int]:
     _expect(f"{key}: target records twice", int(target["distinct"]), counts["target"])
     if key == "a":
         _expect("a: target", counts["target"], exp.total)
+        return counts
+    if key == "h":
+        _expect("h: target", counts["target"], exp.kept)
+        counts["quarantine"] = result.table(f"{TABLE}_quarantine").count()
+        _expect("h: quarantine", counts["quarantine"], exp.dropped)
+        row = result.table(f"{TABLE}_metrics").first()
+        assert row is not None
+        _expect("h: metrics", {"total": row["total"], "dropped": row["dropped"],
+                               **{name: row[name] for name, _, _ in RULES}},
+                {"total": exp.total, "dropped": exp.dropped, **exp.failed})
         return counts
     _expect("b: target", counts["target"], exp.kept)
     counts["quarantine"] = result.table(f"{TABLE}_quarantine").count()
@@ -400,7 +454,7 @@ class Bench:
         pipeline = Pipeline(self.server, self.root)
         inbox = pipeline.path("inbox")
         inbox.mkdir(parents=True, exist_ok=True)
-        pipeline.definitions = (plain_definitions if key == "a" else rules_definitions)(inbox)
+        pipeline.definitions = DEFINITIONS[key](inbox)
         flows = FLOWS[key]
         self.sampler.progress = lambda: committed_batches(pipeline.storage, flows,
                                                           pipeline.database)[TABLE]
@@ -487,7 +541,9 @@ class Bench:
         self.server.stop()
 
 
-LABELS = {"a": "a plain streaming table", "b": "b sdp-expect rules"}
+LABELS = {"a": "a plain streaming table", "b": "b sdp-expect rules",
+          "h": "h the same rules by hand"}
+DEFINITIONS = {"a": plain_definitions, "b": rules_definitions, "h": hand_definitions}
 
 
 def run(bench: Bench, args: argparse.Namespace) -> dict[str, Any]:
@@ -496,12 +552,12 @@ def run(bench: Bench, args: argparse.Namespace) -> dict[str, Any]:
     source = generate(data / "all", args.files, args.records_per_file, args.seed)
     warm = generate(data / "warmup", args.warmup_files, args.records_per_file, args.seed + 1)
     measurements: list[Measurement] = []
-    for key in ("a", "b"):
+    for key in args.variants:
         if args.warmup_files:
             m = bench.measure(key, warm, data / "warmup", 0, warmup=True)
             print(f"    warm-up  {LABELS[key]:<26} {m.seconds:8.1f} s", flush=True)
     for round_no in range(1, args.repeats + 1):
-        for key in ("a", "b"):
+        for key in args.variants:
             m = bench.measure(key, source, data / "all", round_no, warmup=False)
             measurements.append(m)
             print(f"  round {round_no}  {LABELS[key]:<26} {m.seconds:8.1f} s  "
@@ -509,7 +565,7 @@ def run(bench: Bench, args: argparse.Namespace) -> dict[str, Any]:
                   f"updates {[round(s, 1) for s in m.update_s]}  max RSS {m.max_rss_mb} MB  "
                   f"max heap {m.max_heap_mb} MB  retained {m.retained_mb} MB", flush=True)
     summary = {}
-    for key in ("a", "b"):
+    for key in args.variants:
         own = [m for m in measurements if m.variant == key]
         summary[key] = {
             "records_per_s": statistics.median(m.records_per_s for m in own),
@@ -538,11 +594,15 @@ def print_summary(args: argparse.Namespace, summary: dict[str, Any], ratio: floa
     print(f"\n{args.files} files x {args.records_per_file} records, {args.updates} update(s) "
           f"per run, one micro-batch per file and flow; median of {args.repeats} runs:")
     print(f"  {'variant':<26} {'records/s':>10} {'batches/s':>10} {'run s':>8}   runs")
-    for key in ("a", "b"):
+    for key in args.variants:
         s = summary[key]
         print(f"  {LABELS[key]:<26} {s['records_per_s']:10.0f} {s['batches_per_s']:10.2f} "
               f"{s['seconds']:8.1f}   {s['runs_s']}")
     print(f"  throughput b/a = {ratio:.3f}")
+    if "h" in summary:
+        hand = summary["h"]["records_per_s"]
+        print(f"  throughput h/a = {hand / summary['a']['records_per_s']:.3f}, "
+              f"b/h = {summary['b']['records_per_s'] / hand:.3f}")
     print(f"  server: max RSS {memory['max_rss_mb']:.0f} MB, max heap in use "
           f"{memory['max_heap_mb']:.0f} MB (driver memory {args.driver_memory})")
     print("  heap retained after a full GC, update after update: "
@@ -563,6 +623,13 @@ def _key_value(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
+def _variants(text: str) -> str:
+    if not text or set(text) - set(LABELS) or "a" not in text or "b" not in text \
+            or len(set(text)) != len(text):
+        raise argparse.ArgumentTypeError(f"expected a and b and maybe h, each once; got {text!r}")
+    return text
+
+
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=300, help="files, one micro-batch each")
@@ -573,6 +640,9 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
                         help="after each update, move the files it read out of the inbox "
                              "(as the file source's cleanSource=archive does), so that each "
                              "update lists only its own files")
+    parser.add_argument("--variants", default="ab", type=_variants,
+                        help="which pipelines, run in this order each round: a (plain), b "
+                             "(sdp-expect), h (the same rules by hand); default ab")
     parser.add_argument("--repeats", type=int, default=3, help="counted runs per variant")
     parser.add_argument("--warmup-files", type=int, default=20,
                         help="files of the uncounted warm-up run of each variant (0: none)")
