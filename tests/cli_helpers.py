@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -12,7 +13,7 @@ import textwrap
 import threading
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import pytest
 
@@ -326,6 +327,20 @@ for table in spark.catalog.listTables("default"):
 spark.stop()
 print("TABLES=" + json.dumps(found, default=str))
 """
+
+
+@contextlib.contextmanager
+def served(project: Path) -> Iterator[None]:
+    """``sdp-expect serve --background`` on ``project`` for the ``with``: the project's runs
+    go through its warm Spark server (a multi-run test then pays one server start, not one
+    per run); ``serve --stop`` at the end, so that the catalog is free for other readers."""
+    started = sdp_expect("serve", "--background", "--spec", str(project), cwd=project)
+    assert started.returncode == 0, started.stdout + started.stderr
+    try:
+        yield
+    finally:
+        stopped = sdp_expect("serve", "--stop", "--spec", str(project), cwd=project)
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
 
 
 def read_all_tables(project: Path) -> dict[str, list[dict[str, Any]]]:

@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 import yaml
-from cli_helpers import read_all_tables, sdp_expect, set_storage
+from cli_helpers import read_all_tables, sdp_expect, served, set_storage
 from corpus_oracle import ORACLES, Expected, Table, batch_log_sums
 from sdp_runner import Pipeline, RunResult, SparkServer, copy_project
 
@@ -321,36 +321,45 @@ def metrics_of(expected: Expected) -> dict[str, dict[str, dict[str, Any]]]:
 @pytest.mark.timeout(1800)
 @ONE_LINE
 def test_cli_runs_the_dlt_loans_project_three_times(tmp_path: Path) -> None:
-    """``sdp-expect run --format json``: exit status 0 and the oracle's numbers each time."""
+    """``sdp-expect run --format json``: exit status 0 and the oracle's numbers each time
+    (through the project's warm server, ``serve``: one server start for the three runs)."""
     project, landing = cli_project("loans", tmp_path)
-    for update in UPDATES:
-        land("loans", update, landing)
-        done = sdp_expect("run", "--spec", str(project), "--format", "json", cwd=tmp_path)
-        assert done.returncode == 0, f"update {update}:\n{done.stdout}\n{done.stderr[-6000:]}"
-        summary = json.loads(done.stdout)
-        assert summary["status"] == "COMPLETED" and summary["violations"] == []
-        expected = ORACLES["loans"](landing)
-        want = metrics_of(expected)
-        shown = {d["dataset"]: d for d in summary["datasets"]}
-        assert set(shown) == set(want), f"update {update}"
-        for dataset, rules in want.items():
-            got = shown[dataset]
-            assert got["status"] == "updated", (update, got)
-            assert got["streaming"] == (f"{dataset}_dq_batches" in expected.tables)
-            assert {r["expectation"]: (r["action"], r["constraint"], r["passed_records"],
-                                       r["failed_records"], r["total_records"])
-                    for r in got["rules"]} == {
-                rule: (m["action"], m["constraint"], m["passed_records"], m["failed_records"],
-                       m["total_records"]) for rule, m in rules.items()}, (update, dataset)
-            any_rule = next(iter(rules.values()))
-            assert (got["total_records"], got["dropped_records"]) == (
-                any_rule["total_records"], any_rule["dropped_records"]), (update, dataset)
-            quarantine = expected.tables.get(f"{dataset}_quarantine")
-            if quarantine is None:
-                assert got["quarantine"] is None, (update, got)
-            else:
-                assert got["quarantine"]["records"] == len(quarantine.rows), (update, dataset)
-    assert_catalog_sizes(read_all_tables(project), expected)
+    with served(project):
+        for update in UPDATES:
+            _loans_update(project, landing, update, tmp_path)
+    assert_catalog_sizes(read_all_tables(project), ORACLES["loans"](landing))
+
+
+def _loans_update(project: Path, landing: Path, update: str, tmp_path: Path) -> None:
+    """One ``sdp-expect run`` of the loans project after ``update`` landed: the oracle's
+    numbers."""
+    land("loans", update, landing)
+    done = sdp_expect("run", "--spec", str(project), "--format", "json", cwd=tmp_path)
+    assert done.returncode == 0, f"update {update}:\n{done.stdout}\n{done.stderr[-6000:]}"
+    summary = json.loads(done.stdout)
+    assert summary["status"] == "COMPLETED" and summary["violations"] == []
+    assert summary["server"]["warm"] is True
+    expected = ORACLES["loans"](landing)
+    want = metrics_of(expected)
+    shown = {d["dataset"]: d for d in summary["datasets"]}
+    assert set(shown) == set(want), f"update {update}"
+    for dataset, rules in want.items():
+        got = shown[dataset]
+        assert got["status"] == "updated", (update, got)
+        assert got["streaming"] == (f"{dataset}_dq_batches" in expected.tables)
+        assert {r["expectation"]: (r["action"], r["constraint"], r["passed_records"],
+                                   r["failed_records"], r["total_records"])
+                for r in got["rules"]} == {
+            rule: (m["action"], m["constraint"], m["passed_records"], m["failed_records"],
+                   m["total_records"]) for rule, m in rules.items()}, (update, dataset)
+        any_rule = next(iter(rules.values()))
+        assert (got["total_records"], got["dropped_records"]) == (
+            any_rule["total_records"], any_rule["dropped_records"]), (update, dataset)
+        quarantine = expected.tables.get(f"{dataset}_quarantine")
+        if quarantine is None:
+            assert got["quarantine"] is None, (update, got)
+        else:
+            assert got["quarantine"]["records"] == len(quarantine.rows), (update, dataset)
 
 
 def assert_catalog_sizes(actual: dict[str, list[dict[str, Any]]], expected: Expected) -> None:
@@ -391,19 +400,22 @@ def summary_lines(expected: Expected) -> list[str]:
 @pytest.mark.timeout(1800)
 @ONE_LINE
 def test_cli_runs_the_sql_notebook_project_three_times(tmp_path: Path) -> None:
-    """``sdp-expect run`` (text) on SQL notebooks: exit status 0 and the oracle's summary."""
+    """``sdp-expect run`` (text) on SQL notebooks: exit status 0 and the oracle's summary
+    (through the project's warm server, as above)."""
     project, landing = cli_project("retail_orders", tmp_path)
-    for update in UPDATES:
-        land("retail_orders", update, landing)
-        done = sdp_expect("run", "--spec", str(project), cwd=tmp_path)
-        output = done.stdout
-        assert done.returncode == 0, f"update {update}:\n{output}\n{done.stderr[-6000:]}"
-        assert output.rstrip().endswith("sdp-expect run: COMPLETED (exit status 0)"), output
-        expected = ORACLES["retail_orders"](landing)
-        summary = output[output.index("== Data quality"):]
-        count = len(metrics_of(expected))
-        assert f"{count} datasets with expectations" in summary, summary
-        for line in summary_lines(expected):
-            assert re.search(line, summary, flags=re.MULTILINE), (update, line, summary)
-    assert_catalog_sizes(read_all_tables(project), expected)
+    with served(project):
+        for update in UPDATES:
+            land("retail_orders", update, landing)
+            done = sdp_expect("run", "--spec", str(project), cwd=tmp_path)
+            output = done.stdout
+            assert done.returncode == 0, f"update {update}:\n{output}\n{done.stderr[-6000:]}"
+            assert output.rstrip().endswith("sdp-expect run: COMPLETED (exit status 0)"), output
+            assert "the project's Spark Connect server (sdp-expect serve" in output + done.stderr
+            expected = ORACLES["retail_orders"](landing)
+            summary = output[output.index("== Data quality"):]
+            count = len(metrics_of(expected))
+            assert f"{count} datasets with expectations" in summary, summary
+            for line in summary_lines(expected):
+                assert re.search(line, summary, flags=re.MULTILINE), (update, line, summary)
+    assert_catalog_sizes(read_all_tables(project), ORACLES["retail_orders"](landing))
 
