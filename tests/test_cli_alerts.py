@@ -18,6 +18,7 @@ from cli_helpers import (
     closed_port,
     read_all_tables,
     sdp_expect,
+    served,
     write_project,
 )
 
@@ -104,57 +105,60 @@ def test_run_compares_with_recent_updates_and_alerts(tmp_path: Path) -> None:
     events.mkdir(parents=True)
     (events / "1.json").write_text('{"id": 1, "amount": 1}\n{"id": 2, "amount": -1}\n')
 
-    # 1: nothing earlier to compare with; events fails 50 %, but of fewer than 3 records
-    _orders(orders, 1)
-    first = sdp_expect(*run, cwd=tmp_path)
-    assert first.returncode == 0, first.stdout + first.stderr
-    section = first.stdout.split("== Compared with the recent updates")[1]
-    assert "    small         warn  1 of 10 failed (10%)  no earlier update" in section
-    assert "Alerts" not in first.stdout
+    # Through the project's warm server (one server start for every command, CI's time).
+    with served(project):
+        # 1: nothing earlier to compare with; events fails 50 %, but of fewer than 3 records
+        _orders(orders, 1)
+        first = sdp_expect(*run, cwd=tmp_path)
+        assert first.returncode == 0, first.stdout + first.stderr
+        section = first.stdout.split("== Compared with the recent updates")[1]
+        assert "    small         warn  1 of 10 failed (10%)  no earlier update" in section
+        assert "Alerts" not in first.stdout
 
-    # 2: 40 % > 30 %, and 30 points above the recent 10 %; the webhook's port is closed:
-    # said, in the JSON too, and the exit status stays 0 (no --fail-on)
-    _orders(orders, 4)
-    dead = f"http://127.0.0.1:{closed_port()}/hook"
-    second = sdp_expect(*run, "--format", "json", "--alert-webhook", dead, cwd=tmp_path)
-    assert second.returncode == 0, second.stdout + second.stderr
-    assert "was not delivered to the webhook" in second.stderr, second.stderr
-    document = json.loads(second.stdout)
-    assert [(a["kind"], a["failed_records"]) for a in document["alerts"]] == [
-        ("max_rate", 4), ("max_rise", 4)]
-    # the first alert tried three times; the webhook gave no answer, so the next once
-    assert [(d["kind"], d["ok"], d["status"], d["tries"])
-            for d in document["alert_deliveries"]] == [
-        ("max_rate", False, None, 3), ("max_rise", False, None, 1)]
-    # a misspelt rule in a setting's key never matches: said, with its code, every run
-    assert [w["code"] for w in document["alert_setting_warnings"]] == ["SDPX-CFG-203"]
-    assert ("sdp_expect.alert.orders.vaild_id.max_rate names no dataset or rule"
-            in document["alert_setting_warnings"][0]["message"])
-    assert "warning: [SDPX-CFG-203] sdp_expect.alert.orders.vaild_id" in second.stderr, \
-        second.stderr
+        # 2: 40 % > 30 %, and 30 points above the recent 10 %; the webhook's port is closed:
+        # said, in the JSON too, and the exit status stays 0 (no --fail-on)
+        _orders(orders, 4)
+        dead = f"http://127.0.0.1:{closed_port()}/hook"
+        second = sdp_expect(*run, "--format", "json", "--alert-webhook", dead, cwd=tmp_path)
+        assert second.returncode == 0, second.stdout + second.stderr
+        assert "was not delivered to the webhook" in second.stderr, second.stderr
+        document = json.loads(second.stdout)
+        assert document["server"]["warm"] is True
+        assert [(a["kind"], a["failed_records"]) for a in document["alerts"]] == [
+            ("max_rate", 4), ("max_rise", 4)]
+        # the first alert tried three times; the webhook gave no answer, so the next once
+        assert [(d["kind"], d["ok"], d["status"], d["tries"])
+                for d in document["alert_deliveries"]] == [
+            ("max_rate", False, None, 3), ("max_rise", False, None, 1)]
+        # a misspelt rule in a setting's key never matches: said, with its code, every run
+        assert [w["code"] for w in document["alert_setting_warnings"]] == ["SDPX-CFG-203"]
+        assert ("sdp_expect.alert.orders.vaild_id.max_rate names no dataset or rule"
+                in document["alert_setting_warnings"][0]["message"])
+        assert "warning: [SDPX-CFG-203] sdp_expect.alert.orders.vaild_id" in second.stderr, \
+            second.stderr
 
-    # 3: 50 % > 30 %, and 25 points above the recent (1 + 4) / 20; --fail-on alert: 4
-    _orders(orders, 5)
-    with WebhookReceiver() as receiver:
-        third = sdp_expect(*run, "--fail-on", "alert", "--alert-webhook", receiver.url,
-                           cwd=tmp_path)
-    assert third.returncode == 4, third.stdout + third.stderr
-    assert "== Alerts: 2 triggered" in third.stdout, third.stdout
-    assert ("ALERT max_rate: orders.small: 5 of 10 records failed (50%), above max_rate 30% "
-            "(sdp_expect.alert.max_rate)") in third.stdout
-    assert ("ALERT max_rise: orders.small: 5 of 10 records failed (50%), +25 pts over its "
-            "recent rate 25% (2 updates), more than max_rise 20% (sdp_expect.alert.max_rise)"
-            ) in third.stdout
-    assert "small         warn  5 of 10 failed (50%)  recent 25% over 2 updates  (+25 pts)" \
-        in third.stdout
-    assert "events" in third.stdout and "no record checked" in third.stdout
-    assert "2 alerts (exit status 4)" in third.stdout
+        # 3: 50 % > 30 %, and 25 points above the recent (1 + 4) / 20; --fail-on alert: 4
+        _orders(orders, 5)
+        with WebhookReceiver() as receiver:
+            third = sdp_expect(*run, "--fail-on", "alert", "--alert-webhook", receiver.url,
+                               cwd=tmp_path)
+        assert third.returncode == 4, third.stdout + third.stderr
+        assert "== Alerts: 2 triggered" in third.stdout, third.stdout
+        assert ("ALERT max_rate: orders.small: 5 of 10 records failed (50%), above max_rate 30% "
+                "(sdp_expect.alert.max_rate)") in third.stdout
+        assert ("ALERT max_rise: orders.small: 5 of 10 records failed (50%), +25 pts over its "
+                "recent rate 25% (2 updates), more than max_rise 20% (sdp_expect.alert.max_rise)"
+                ) in third.stdout
+        assert "small         warn  5 of 10 failed (50%)  recent 25% over 2 updates  (+25 pts)" \
+            in third.stdout
+        assert "events" in third.stdout and "no record checked" in third.stdout
+        assert "2 alerts (exit status 4)" in third.stdout
 
-    # after `spark-pipelines run` + `history record`: the same check on the newest update
-    checked = sdp_expect("history", "alerts", "--spec", str(project), "--format", "json",
-                         "--fail-on", "alert", cwd=tmp_path)
-    assert checked.returncode == 4, checked.stdout + checked.stderr
-    checked_document = json.loads(checked.stdout)
+        # after `spark-pipelines run` + `history record`: the same check on the newest update
+        checked = sdp_expect("history", "alerts", "--spec", str(project), "--format", "json",
+                             "--fail-on", "alert", cwd=tmp_path)
+        assert checked.returncode == 4, checked.stdout + checked.stderr
+        checked_document = json.loads(checked.stdout)
 
     rows = read_all_tables(project)[names.HISTORY_TABLE]
     updates = sorted({row["update_id"] for row in rows},

@@ -99,6 +99,8 @@ def test_dry_run_passes_options_on_and_adds_defaults_the_user_did_not_set(
     assert (f'"-Dspark.hadoop.javax.jdo.option.ConnectionURL=jdbc:derby:;databaseName='
             f'{folder}/metastore_db;create=true"') in opts
     assert f'"-Dderby.system.home={folder}"' in opts and "-Dspark.log.level=WARN" in opts
+    # a run killed during a flow's first offsets write must not block the next one
+    assert "-Dspark.sql.streaming.verifyCheckpointDirectoryEmptyOnStart=false" in opts
     # The user's --conf wins over the default (it is not a property: it is a --conf)
     assert "spark-warehouse" not in opts and "-Da.b=c" not in opts
     assert server["pythonpath"].split(os.pathsep)[0] == folder

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import NEWEST_LINE, read_all_tables, sdp_expect, write_project
+from cli_helpers import NEWEST_LINE, read_all_tables, sdp_expect, served, write_project
 
 from sdp_expect import names
 
@@ -56,25 +56,29 @@ def test_two_runs_and_a_record_append_each_updates_counts(tmp_path: Path) -> Non
                             CODE.format(orders=orders, events=events))
     _lines(orders, "1.json", [(1, 5), (None, 20), (3, 30)])
     _lines(events, "1.json", [(1, 1), (2, -2)])
-    first = sdp_expect("run", "--spec", str(project), "--progress", "none", cwd=tmp_path)
-    assert first.returncode == 0, first.stdout + first.stderr
-    _lines(orders, "1.json", [(4, 1)])
-    _lines(events, "2.json", [(3, -3), (4, -4), (5, 5)])
-    second = sdp_expect("run", "--spec", str(project), "--progress", "none", cwd=tmp_path)
-    assert second.returncode == 0, second.stdout + second.stderr
-    # After an update the user ran another way: one command, nothing new to read.
-    recorded = sdp_expect("history", "record", "--spec", str(project), "--format", "json",
-                          cwd=tmp_path)
-    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
-    assert json.loads(recorded.stdout)["datasets"] == ["events", "orders"]
+    # Through the project's warm server (one server start for every command, CI's time).
+    with served(project):
+        first = sdp_expect("run", "--spec", str(project), "--progress", "none", cwd=tmp_path)
+        assert first.returncode == 0, first.stdout + first.stderr
+        _lines(orders, "1.json", [(4, 1)])
+        _lines(events, "2.json", [(3, -3), (4, -4), (5, 5)])
+        second = sdp_expect("run", "--spec", str(project), "--progress", "none", cwd=tmp_path)
+        assert second.returncode == 0, second.stdout + second.stderr
+        # After an update the user ran another way: one command, nothing new to read.
+        recorded = sdp_expect("history", "record", "--spec", str(project), "--format", "json",
+                              cwd=tmp_path)
+        assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+        assert json.loads(recorded.stdout)["datasets"] == ["events", "orders"]
 
-    # After `spark-pipelines run --refresh events`: only what was refreshed.
-    only = sdp_expect("history", "record", "--spec", str(project), "--dataset", "events",
-                      "--dataset", "nope", cwd=tmp_path)
-    assert only.returncode == 0, only.stdout + only.stderr
-    assert "recorded 1 row of events in " in only.stdout, only.stdout
-    assert "not recorded: nope (no metrics table" in only.stderr, only.stderr
-
+        # After `spark-pipelines run --refresh events`: only what was refreshed.
+        only = sdp_expect("history", "record", "--spec", str(project), "--dataset", "events",
+                          "--dataset", "nope", cwd=tmp_path)
+        assert only.returncode == 0, only.stdout + only.stderr
+        assert "recorded 1 row of events in " in only.stdout, only.stdout
+        assert "not recorded: nope (no metrics table" in only.stderr, only.stderr
+        shown = sdp_expect("history", "show", "--spec", str(project), "--format", "json",
+                           "--updates", "1", cwd=tmp_path)
+        assert shown.returncode == 0, shown.stdout + shown.stderr
     tables = read_all_tables(project)
     table = tables[names.HISTORY_TABLE]
     # The event-log view (a VARIANT column, in the Hive metastore): an event per update
@@ -92,7 +96,4 @@ def test_two_runs_and_a_record_append_each_updates_counts(tmp_path: Path) -> Non
          ("events", "not_negative", 0, 0, 0, 0)},
         {("events", "not_negative", 0, 0, 0, 0)},
     ]
-    shown = sdp_expect("history", "show", "--spec", str(project), "--format", "json",
-                       "--updates", "1", cwd=tmp_path)
-    assert shown.returncode == 0, shown.stdout + shown.stderr
     assert _by_update(json.loads(shown.stdout)) == _by_update(table)[-1:]

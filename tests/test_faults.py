@@ -9,8 +9,9 @@ computes them in plain Python from the source files.
 
 * ``test_killed_runs_then_a_complete_run_hold_every_record_once``: true
   ``spark-pipelines`` processes (embedded Spark, Hive catalog in the project
-  folder), SIGKILLed with their whole process group (the JVM included) at
-  seeded random moments of several updates, then one run to completion.
+  folder), SIGKILLed with their whole process group (the JVM included) while
+  the target flow writes its first offsets, then at seeded random moments of
+  later updates, then one run to completion.
   ``SDPX_FAULT_SEED`` and ``SDPX_FAULT_ROUNDS`` choose the kill moments.
 * ``test_failed_update_then_fixed_source_then_rerun``: a fail rule stops an
   update in the middle; the bad file is corrected; the next update completes.
@@ -201,10 +202,8 @@ def port_in_use(port: int) -> bool:
 class PipelineProcess:
     """``spark-pipelines run`` in its own process group, its output read line by line."""
 
-    def __init__(self, project: Path, anchor: Optional[str] = None) -> None:
+    def __init__(self, project: Path) -> None:
         self.lines: list[str] = []
-        self.anchor = anchor
-        self.anchored = threading.Event()
         self.process = subprocess.Popen(
             [*private_network(), spark_pipelines_command(), *HIVE_RUN, "run"], cwd=project,
             env=dict(user_env(), SPARK_LOCAL_IP="127.0.0.1"),
@@ -217,9 +216,6 @@ class PipelineProcess:
         assert self.process.stdout is not None
         for line in self.process.stdout:
             self.lines.append(line.rstrip("\n"))
-            if self.anchor and self.anchor in line:
-                self.anchored.set()
-        self.anchored.set()  # the process ended: nobody waits for an anchor that never comes
 
     @property
     def output(self) -> str:
@@ -269,6 +265,9 @@ class KillRound:
     exited_before_kill: Optional[int] = None
     before: dict[str, int] = field(default_factory=dict)
     after: dict[str, int] = field(default_factory=dict)
+    #: Round 1: what the kill left in the target flow's ``offsets`` folder (a temporary
+    #: ``.0.<uuid>.tmp`` when it landed while Spark wrote the file, as it mostly does).
+    offsets_left: list[str] = field(default_factory=list)
 
     @property
     def mid_update(self) -> bool:
@@ -281,11 +280,14 @@ class KillRound:
 @pytest.mark.faults
 @pytest.mark.timeout(900)
 def test_killed_runs_then_a_complete_run_hold_every_record_once(tmp_path: Path) -> None:
-    """Kill moments, seeded: round 1 a random moment after "Starting run..." (while SDP
-    creates the tables and starts the flows); later rounds a random moment after the
-    target flow committed a random number of this update's micro-batches (the
-    quarantine and batch-log flows are wherever they are then). Then more files
-    arrive and one run goes to completion."""
+    """Kill moments: round 1 the moment the target flow's first offsets file appears
+    (while Spark writes it: the kill leaves a temporary file in ``offsets/``, which
+    Spark 4.1+ refuses unless the fixture's spec sets
+    ``spark.sql.streaming.verifyCheckpointDirectoryEmptyOnStart=false``, as
+    docs/operations.md says); later rounds, seeded, a random moment after the target
+    flow committed a random number of this update's micro-batches (the quarantine and
+    batch-log flows are wherever they are then). Then more files arrive and one run
+    goes to completion."""
     seed = int(os.environ.get("SDPX_FAULT_SEED", "20261129"))
     rounds = int(os.environ.get("SDPX_FAULT_ROUNDS", "3"))
     budget_s = float(os.environ.get("SDPX_FAULT_BUDGET_S", "420"))
@@ -297,6 +299,8 @@ def test_killed_runs_then_a_complete_run_hold_every_record_once(tmp_path: Path) 
     spec.write_text(re.sub(r"(?m)^storage:.*$", f"storage: {storage.as_uri()}",
                            spec.read_text()))
     inbox = project / "inbox"
+    first_offsets = (storage / "_checkpoints" / "spark_catalog" / "default" / "orders" / "orders"
+                     / "0" / "offsets")
     records: list[dict[str, Any]] = []
     history: list[KillRound] = []
     started = time.monotonic()
@@ -308,23 +312,27 @@ def test_killed_runs_then_a_complete_run_hold_every_record_once(tmp_path: Path) 
             write_file(inbox, index, batch)
             records.extend(batch)
 
-    def launch(anchor: Optional[str] = None) -> PipelineProcess:
+    def launch() -> PipelineProcess:
         """A run, started when no other embedded server holds port 15002 (it would clash)."""
         deadline = time.monotonic() + 120
         while (not private_network() and port_in_use(CONNECT_PORT)
                and time.monotonic() < deadline):
             time.sleep(2)
-        return PipelineProcess(project, anchor)
+        return PipelineProcess(project)
 
     def reached(run: PipelineProcess, this: KillRound, commits: Optional[int]) -> bool:
-        """Wait for the kill moment's anchor: a line of output, or a number of commits."""
+        """Wait for the kill moment: the target's first offsets file, or a number of
+        its commits."""
         deadline = time.monotonic() + 300
-        if commits is None:
-            return run.anchored.wait(300)
         while time.monotonic() < deadline and run.process.poll() is None:
-            if committed_batches(storage, FLOWS)["orders"] >= commits:
+            if commits is None:
+                if first_offsets.is_dir() and any(first_offsets.iterdir()):
+                    return True
+                time.sleep(0.0005)  # the temporary file lives for milliseconds
+            elif committed_batches(storage, FLOWS)["orders"] >= commits:
                 return True
-            time.sleep(0.1)
+            else:
+                time.sleep(0.1)
         return False
 
     for number in range(rounds):
@@ -334,20 +342,21 @@ def test_killed_runs_then_a_complete_run_hold_every_record_once(tmp_path: Path) 
         add_files(files_per_round)
         files = len(records) // records_per_file
         if number == 0:
-            anchor, commits = "Starting run...", None
-            moment, delay = "after 'Starting run...'", rng.uniform(0.0, 4.0)
+            commits, moment, delay = None, "at the first offsets file of orders", 0.0
         else:
-            anchor, commits = None, before["orders"] + rng.randint(1, files_per_round - 3)
+            commits = before["orders"] + rng.randint(1, files_per_round - 3)
             moment, delay = f"after commit {commits} of orders", rng.uniform(0.0, 1.0)
         this = KillRound(number + 1, moment, round(delay, 2), files,
                          started_s=round(time.monotonic() - started, 1), before=before)
         for _attempt in range(3):
-            run = launch(anchor)
+            run = launch()
             ok = reached(run, this, commits)
             if ok and run.process.poll() is None:
                 time.sleep(this.delay_s)
             this.exited_before_kill = run.process.poll()
             run.kill()
+            this.offsets_left = (sorted(p.name for p in first_offsets.iterdir())
+                                 if commits is None and first_offsets.is_dir() else [])
             if this.exited_before_kill is None or not PORT_CLASH.search(run.output):
                 break
             time.sleep(rng.uniform(5, 15))  # another embedded server took port 15002

@@ -17,6 +17,14 @@ key; see :func:`default_confs`):
   in the project folder, whatever the current directory, so that
   ``sdp-expect report`` finds them;
 - ``spark.ui.showConsoleProgress=false``: no progress bars inside the event lines;
+- ``spark.sql.streaming.verifyCheckpointDirectoryEmptyOnStart=false``: a run killed
+  while a streaming flow wrote its first offsets leaves a temporary file in the
+  flow's ``offsets`` folder, and Spark 4.1+ (where this check is on by default)
+  then refuses to start that flow again (``STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY``)
+  until someone deletes the file. SDP gives every flow a checkpoint folder of its
+  own (a new one at each full refresh), which is what the check protects; the
+  offset log itself ignores temporary files, so the flow starts its first
+  micro-batch again and nothing is lost or doubled (``tests/test_faults.py``);
 - the project folder on ``PYTHONPATH``, as on Databricks: pipeline files can
   import the project's own modules.
 
@@ -53,6 +61,7 @@ from sdp_expect.report.text import paint
 from sdp_expect.violation import DatasetRuleFailure, ToleranceFailure, Violation
 
 __all__ = [
+    "KILLED_FIRST_BATCH_KEY",
     "SERVER_OPTIONS",
     "SHARED_OPTIONS",
     "TOKEN_VARIABLE",
@@ -166,6 +175,11 @@ def split_options(args: Sequence[str]) -> tuple[list[str], list[str]]:
     return server, run
 
 
+#: Spark 4.1+'s check that a streaming query which has never committed an offset starts
+#: from empty checkpoint folders; a kill during the first offsets write fails it.
+KILLED_FIRST_BATCH_KEY = "spark.sql.streaming.verifyCheckpointDirectoryEmptyOnStart"
+
+
 def default_confs(folder: Path) -> dict[str, str]:
     """The Spark settings ``sdp-expect run`` adds for a local project in ``folder``.
 
@@ -179,6 +193,7 @@ def default_confs(folder: Path) -> dict[str, str]:
         "spark.hadoop.javax.jdo.option.ConnectionURL":
             f"jdbc:derby:;databaseName={folder / 'metastore_db'};create=true",
         "spark.ui.showConsoleProgress": "false",
+        KILLED_FIRST_BATCH_KEY: "false",
     }
 
 
