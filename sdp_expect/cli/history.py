@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence, Union
 
 from sdp_expect import names
 from sdp_expect.cli.catalog_access import (
@@ -173,17 +173,23 @@ def command_history(args: argparse.Namespace, action: str) -> int:
     try:
         with catalog_turn(project, access, wait=args.wait, command=f"history {action}",
                           say=lambda text: write_text(sys.stderr, text)):
-            return _history_action(args, action, project, access, given, settings)
+            done = _history_action(args, action, project, access, given, settings)
     except ServerProblem as problem:
         write_text(sys.stderr, f"sdp-expect history {action}: {problem.render()}")
         return EXIT_PROBLEMS
+    if isinstance(done, int) or settings is None:  # record and show: their exit status
+        return done if isinstance(done, int) else EXIT_PROBLEMS
+    # The webhook is posted to after the catalog is free: its retries (seconds) do not
+    # keep other commands of the project waiting.
+    return _alerts(args, project, settings, done)
 
 
 def _history_action(args: argparse.Namespace, action: str, project: Project,
                     access: CatalogAccess, given: dict[str, str],
-                    settings: Optional[AlertSettings]) -> int:
-    """``record``, ``show`` or ``alerts`` (``settings`` given), on the catalog ``access``
-    reaches (the caller holds the project's lock when that is the folder's own)."""
+                    settings: Optional[AlertSettings]) -> Union[int, list[dict[str, Any]]]:
+    """``record``, ``show`` or, for ``alerts`` (``settings`` given), the recent updates'
+    rows, on the catalog ``access`` reaches (the caller holds the project's lock when that
+    is the folder's own): the exit status, or the rows."""
     remote, warm, confs = access.remote, access.warm, access.confs
     if access.missing(project.folder):
         write_text(sys.stderr, f"sdp-expect history {action}: no catalog in {project.folder} "
@@ -207,32 +213,10 @@ def _history_action(args: argparse.Namespace, action: str, project: Project,
                            f"{', '.join(missing)} (no metrics table, or an empty one: the "
                            "update failed)\n")
         elif settings is not None:
-            rows = (recent_through(url, token, pipeline=project.name,
+            return (recent_through(url, token, pipeline=project.name,
                                    updates=RECENT_UPDATES, **where) if url
                     else recent_in_own_process(project.folder, confs, pipeline=project.name,
                                                updates=RECENT_UPDATES, **where))
-            trends = rule_trends(rows, pipeline=project.name)
-            alerts = evaluate_alerts(settings, trends)
-            messages = [alert.as_dict() for alert in alerts]
-            deliveries = deliver(messages, settings.webhook,
-                                 command="sdp-expect history alerts", stderr=sys.stderr)
-            if args.format == "json":
-                write_text(sys.stdout, json.dumps({
-                    "pipeline": project.name,
-                    "update_id": trends[0].latest.update_id if trends else None,
-                    "trends": [{"dataset": t.dataset, "expectation": t.expectation,
-                                **trend_dict(t)} for t in trends],
-                    "alerts": messages,
-                    "alert_deliveries": [d.as_dict() for d in deliveries]},
-                    indent=2, ensure_ascii=False) + "\n")
-            elif not trends:
-                write_text(sys.stdout, f"{names.HISTORY_TABLE} has no update of "
-                           f"{project.name!r} yet\n")
-            else:
-                lines = comparison_lines(trends) + alert_lines(alerts)
-                write_text(sys.stdout, "\n".join(lines[1:]) + "\n")
-            if alerts and args.fail_on == "alert":
-                return EXIT_ALERT
         else:
             rows = (show_through(url, token, limit=args.updates, **where) if url
                     else show_in_own_process(project.folder, confs, limit=args.updates,
@@ -242,6 +226,33 @@ def _history_action(args: argparse.Namespace, action: str, project: Project,
         write_text(sys.stderr, f"sdp-expect history {action}: {error}\n")
         return EXIT_PROBLEMS
     return EXIT_OK
+
+
+def _alerts(args: argparse.Namespace, project: Project, settings: AlertSettings,
+            rows: list[dict[str, Any]]) -> int:
+    """``history alerts`` after the catalog was read: compare, alert, print; the exit
+    status."""
+    trends = rule_trends(rows, pipeline=project.name)
+    alerts = evaluate_alerts(settings, trends)
+    messages = [alert.as_dict() for alert in alerts]
+    deliveries = deliver(messages, settings.webhook,
+                         command="sdp-expect history alerts", stderr=sys.stderr)
+    if args.format == "json":
+        write_text(sys.stdout, json.dumps({
+            "pipeline": project.name,
+            "update_id": trends[0].latest.update_id if trends else None,
+            "trends": [{"dataset": t.dataset, "expectation": t.expectation,
+                        **trend_dict(t)} for t in trends],
+            "alerts": messages,
+            "alert_deliveries": [d.as_dict() for d in deliveries]},
+            indent=2, ensure_ascii=False) + "\n")
+    elif not trends:
+        write_text(sys.stdout, f"{names.HISTORY_TABLE} has no update of "
+                   f"{project.name!r} yet\n")
+    else:
+        lines = comparison_lines(trends) + alert_lines(alerts)
+        write_text(sys.stdout, "\n".join(lines[1:]) + "\n")
+    return EXIT_ALERT if alerts and args.fail_on == "alert" else EXIT_OK
 
 
 def _format(project: Project, confs: dict[str, str]) -> Optional[str]:
