@@ -27,7 +27,7 @@ from typing import Any
 
 import pyspark
 import pytest
-from cli_helpers import REPO, replaying_project, sdp_expect
+from cli_helpers import REPO, replaying_project, sdp_expect, served
 
 from sdp_expect.cli.spark_pipelines import EventLog
 from sdp_expect.report.as_json import report_dict
@@ -244,31 +244,33 @@ def _capture_module() -> Any:
                     "the real output of every line is replayed by the tests above")
 def test_a_failing_streaming_table_is_one_violation_in_run_and_report(tmp_path: Path) -> None:
     project = _capture_module().write_project(tmp_path / "project", "streaming")
-    run = sdp_expect("run", cwd=project)
-    out = run.stdout
-    assert run.returncode == 1, out + run.stderr
-    # Spark printed the plan, which quotes the message's SQL (issue 11): it is in the
-    # log file, and the output fits on a screen (issue 12)
-    log = Path(out[out.rindex("full log: ") + len("full log: "):].split("\n", 1)[0])
-    logged = (project / log).read_text(encoding="utf-8")
-    assert TAG in logged and "concat_ws(" in logged
-    assert "concat_ws(" not in out and "Traceback" not in out
-    assert len(out.splitlines()) <= 40, out
-    assert out.rstrip().endswith("sdp-expect run: FAILED, 1 expectation violation "
-                                 "(exit status 1)"), out[-3000:]
-    summary = out[out.rindex("== Data quality"):]
-    assert summary.count("FAILED: expectation") == 1, summary
-    assert ("orders_stream  streaming table, counts since its last full refresh, "
-            f"FAILED in this run\n  {SHOWN}\n    {RECORD}\n") in summary, summary
-    again = sdp_expect("run", "--format", "json", cwd=project)
-    document = json.loads(again.stdout)
-    assert document["exit_code"] == 1
-    assert document["flows"]["spark_catalog.default.orders_stream"] == "FAILED"
-    page = tmp_path / "report.html"
-    report = sdp_expect("report", "--html", str(page), cwd=project)
-    assert report.returncode == 0, report.stdout + report.stderr
-    as_json = sdp_expect("report", "--format", "json", cwd=project)
-    assert as_json.returncode == 0, as_json.stdout + as_json.stderr
+    # Through the project's warm server (one server start for the four commands, CI's time).
+    with served(project):
+        run = sdp_expect("run", cwd=project)
+        out = run.stdout
+        assert run.returncode == 1, out + run.stderr
+        # Spark printed the plan, which quotes the message's SQL (issue 11): it is in the
+        # log file, and the output fits on a screen (issue 12)
+        log = Path(out[out.rindex("full log: ") + len("full log: "):].split("\n", 1)[0])
+        logged = (project / log).read_text(encoding="utf-8")
+        assert TAG in logged and "concat_ws(" in logged
+        assert "concat_ws(" not in out and "Traceback" not in out
+        assert len(out.splitlines()) <= 40, out
+        assert out.rstrip().endswith("sdp-expect run: FAILED, 1 expectation violation "
+                                     "(exit status 1)"), out[-3000:]
+        summary = out[out.rindex("== Data quality"):]
+        assert summary.count("FAILED: expectation") == 1, summary
+        assert ("orders_stream  streaming table, counts since its last full refresh, "
+                f"FAILED in this run\n  {SHOWN}\n    {RECORD}\n") in summary, summary
+        again = sdp_expect("run", "--format", "json", cwd=project)
+        document = json.loads(again.stdout)
+        assert document["exit_code"] == 1
+        assert document["flows"]["spark_catalog.default.orders_stream"] == "FAILED"
+        page = tmp_path / "report.html"
+        report = sdp_expect("report", "--html", str(page), cwd=project)
+        assert report.returncode == 0, report.stdout + report.stderr
+        as_json = sdp_expect("report", "--format", "json", cwd=project)
+        assert as_json.returncode == 0, as_json.stdout + as_json.stderr
     assert_one_violation_shown(report.stdout, json.loads(as_json.stdout),
                                page.read_text(encoding="utf-8"), "streaming")
     assert_one_violation_in_text(summary, "streaming")

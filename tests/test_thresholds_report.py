@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
-from cli_helpers import NEWEST_LINE, REPO, replaying_project, sdp_expect, write_project
+from cli_helpers import (
+    NEWEST_LINE,
+    REPO,
+    replaying_project,
+    sdp_expect,
+    served,
+    write_project,
+)
 from pyspark.sql import DataFrame
 from pyspark.sql.connect.session import SparkSession
 from sdp_runner import MakePipeline, Pipeline, RunResult
@@ -285,30 +292,32 @@ the same warn rule, the drop rule within its tolerance (3): updated, the warn fl
 @NEWEST_LINE  # the real output of the 4.1 and 4.3 lines is replayed by the tests above
 def test_sdp_expect_run_shows_tolerances_in_its_text_and_json_summary(tmp_path: Path) -> None:
     project = write_project(tmp_path / "project", TOLERANCE_PROJECT)
-    run = sdp_expect("run", cwd=project)
-    out = run.stdout
-    assert run.returncode == 1, out + run.stderr
-    message = format_tolerance_message("checked", [TolerancePart("amount_present", 3, 20, "2")])
-    assert message in out  # the event's error line
-    summary = out[out.rindex("== Data quality"):]
-    assert ("checked  materialized view, FAILED in this run\n"
-            "  FAILED: expectation 'amount_present' over its tolerance: 3 of 20 records "
-            "failed (15.0%), more than max_failed '2'\n"
-            "  no metrics: a failed update records none\n") in summary, summary
-    assert ("kept  materialized view, updated in this run\n"
-            "  20 records, 3 dropped\n"
-            "    rule            action  passed  failed  failed %  max_failed\n") in summary
-    assert re.search(r"^    region_known    warn        17       3     15\.0%  10% EXCEEDED$",
-                     summary, re.MULTILINE), summary
-    assert re.search(r"^    amount_present  drop        17       3     15\.0%  3$", summary,
-                     re.MULTILINE), summary
-    assert summary.count("EXCEEDED") == 1
-    assert out.rstrip().endswith("sdp-expect run: FAILED, 1 flow over its tolerance "
-                                 "(exit status 1)"), out[-2000:]
+    # Through the project's warm server (one server start for both runs, CI's time).
+    with served(project):
+        run = sdp_expect("run", cwd=project)
+        out = run.stdout
+        assert run.returncode == 1, out + run.stderr
+        message = format_tolerance_message("checked", [TolerancePart("amount_present", 3, 20, "2")])
+        assert message in out  # the event's error line
+        summary = out[out.rindex("== Data quality"):]
+        assert ("checked  materialized view, FAILED in this run\n"
+                "  FAILED: expectation 'amount_present' over its tolerance: 3 of 20 records "
+                "failed (15.0%), more than max_failed '2'\n"
+                "  no metrics: a failed update records none\n") in summary, summary
+        assert ("kept  materialized view, updated in this run\n"
+                "  20 records, 3 dropped\n"
+                "    rule            action  passed  failed  failed %  max_failed\n") in summary
+        assert re.search(r"^    region_known    warn        17       3     15\.0%  10% EXCEEDED$",
+                         summary, re.MULTILINE), summary
+        assert re.search(r"^    amount_present  drop        17       3     15\.0%  3$", summary,
+                         re.MULTILINE), summary
+        assert summary.count("EXCEEDED") == 1
+        assert out.rstrip().endswith("sdp-expect run: FAILED, 1 flow over its tolerance "
+                                     "(exit status 1)"), out[-2000:]
 
-    again = sdp_expect("run", "--format", "json", cwd=project)
-    assert again.returncode == 1, again.stdout + again.stderr
-    document = json.loads(again.stdout)
+        again = sdp_expect("run", "--format", "json", cwd=project)
+        assert again.returncode == 1, again.stdout + again.stderr
+        document = json.loads(again.stdout)
     assert document["exit_code"] == 1 and document["status"] == "FAILED"
     entry = {"dataset": "checked", "rules": [
         {"expectation": "amount_present", "failed_records": 3, "total_records": 20,
