@@ -16,6 +16,7 @@ from pathlib import Path
 import pyspark
 import pytest
 from cli_helpers import (
+    OLDEST_LINE,
     read_all_tables,
     sdp_expect,
     set_storage,
@@ -55,6 +56,7 @@ def _first_moment_all_flows_completed(output: str) -> tuple[dict[str, str], Even
     return seen, events
 
 
+@OLDEST_LINE  # the line scripts/run-example.sh runs it on
 def test_example_runs_twice_and_shows_its_tables(example: Path) -> None:
     first = spark_pipelines(example, *HIVE, "run")
     assert first.returncode == 0, first.stdout + first.stderr
@@ -147,6 +149,7 @@ def test_definition_mistake_stops_the_run_before_any_flow(tmp_path: Path) -> Non
 
 
 
+@OLDEST_LINE
 def test_sdp_expect_run_checks_key_rules_on_a_materialized_view_and_a_streaming_table(
         tmp_path: Path) -> None:
     """Both key rules (docs/dataset-rules.md) through ``sdp-expect run``: the drop of a

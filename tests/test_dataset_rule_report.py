@@ -30,6 +30,7 @@ from cli_helpers import (
     read_all_tables,
     replaying_project,
     sdp_expect,
+    served,
     write_project,
 )
 
@@ -239,28 +240,30 @@ def test_sdp_expect_run_shows_dataset_rules_warn_and_fail_and_leaves_the_tables_
     missing = sum(1 for _, a in ROWS if a is None)
     assert (count, revenue > 0) == (6, False)  # the data is what the test means it to be
 
-    run = sdp_expect("run", cwd=project)
-    out = run.stdout
-    assert run.returncode == 1, out + run.stderr
-    summary = out[out.rindex("== Data quality"):]
-    assert ("checked  materialized view, FAILED in this run\n"
-            f"  FAILED: expectation 'at_least_10' not met: observed {count}, expected at "
-            "least 10\n"
-            "  no metrics: a failed update records none\n") in summary, summary
-    assert f"    at_most_4: ROW COUNT <= 4: observed {count}, NOT MET" in summary, summary
-    assert "    revenue_positive: sum(amount) > 0: observed false, NOT MET" in summary
-    assert f"    not_empty: ROW COUNT >= 1: observed {count}, met" in summary
-    assert summary.count("not met:") == 1, summary
-    assert out.rstrip().endswith("sdp-expect run: FAILED, 1 flow failed by dataset rules "
-                                 "(exit status 1)"), out[-2000:]
-    # The streaming table after its first update: 3 records, within max=4.
-    assert re.search(r"^events  streaming table, .*\n(?:.*\n)*?    at_most_4: ROW COUNT <= 4: "
-                     rf"observed {len(EVENTS_FIRST)}, met$", summary, re.MULTILINE), summary
+    # Through the project's warm server (one server start for both runs, CI's time).
+    with served(project):
+        run = sdp_expect("run", cwd=project)
+        out = run.stdout
+        assert run.returncode == 1, out + run.stderr
+        summary = out[out.rindex("== Data quality"):]
+        assert ("checked  materialized view, FAILED in this run\n"
+                f"  FAILED: expectation 'at_least_10' not met: observed {count}, expected at "
+                "least 10\n"
+                "  no metrics: a failed update records none\n") in summary, summary
+        assert f"    at_most_4: ROW COUNT <= 4: observed {count}, NOT MET" in summary, summary
+        assert "    revenue_positive: sum(amount) > 0: observed false, NOT MET" in summary
+        assert f"    not_empty: ROW COUNT >= 1: observed {count}, met" in summary
+        assert summary.count("not met:") == 1, summary
+        assert out.rstrip().endswith("sdp-expect run: FAILED, 1 flow failed by dataset rules "
+                                     "(exit status 1)"), out[-2000:]
+        # The streaming table after its first update: 3 records, within max=4.
+        assert re.search(r"^events  streaming table, .*\n(?:.*\n)*?    at_most_4: ROW COUNT <= 4: "
+                         rf"observed {len(EVENTS_FIRST)}, met$", summary, re.MULTILINE), summary
 
-    (inbox / "second.json").write_text("".join(json.dumps(e) + "\n" for e in EVENTS_SECOND))
-    again = sdp_expect("run", "--format", "json", cwd=project)
-    assert again.returncode == 1, again.stdout + again.stderr
-    document = json.loads(again.stdout)
+        (inbox / "second.json").write_text("".join(json.dumps(e) + "\n" for e in EVENTS_SECOND))
+        again = sdp_expect("run", "--format", "json", cwd=project)
+        assert again.returncode == 1, again.stdout + again.stderr
+        document = json.loads(again.stdout)
     assert document["exit_code"] == 1 and document["status"] == "FAILED"
     entry = {"dataset": "checked", "rules": [
         {"expectation": "at_least_10", "observed": str(count), "expected": "at least 10",

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_helpers import user_env
+from cli_helpers import OLDEST_LINE, user_env
 from sdp_runner import copy_project
 
 from sdp_expect import sql
@@ -48,6 +48,7 @@ def example(tmp_path: Path) -> Path:
     return project
 
 
+@OLDEST_LINE  # the line scripts/run-example.sh runs it on
 def test_sql_example_runs_and_shows_its_tables(example: Path) -> None:
     result = run(example, "spark-pipelines", *HIVE, "run")
     assert result.returncode == 0, result.stdout + result.stderr
