@@ -32,8 +32,8 @@ deselects ``cli`` tests; this skips it on 4.1)."""
 OLDEST_LINE = pytest.mark.skipif(
     spark_has((4, 2)),
     reason="a true CLI run over a feature whose graphs run on every line: it runs on the "
-           "4.1 line only (whose Hive session differs most), to keep CI within its time "
-           "(scripts/test.sh)")
+           "pyspark 4.1 line only (the line scripts/run-example.sh runs the examples on, and "
+           "whose Hive session differs most), to keep CI within its time (scripts/test.sh)")
 """Mark a slow true CLI test to run on the pyspark 4.1 line only."""
 
 

@@ -177,11 +177,11 @@ def command_history(args: argparse.Namespace, action: str) -> int:
     except ServerProblem as problem:
         write_text(sys.stderr, f"sdp-expect history {action}: {problem.render()}")
         return EXIT_PROBLEMS
-    if isinstance(done, int) or settings is None:  # record and show: their exit status
-        return done if isinstance(done, int) else EXIT_PROBLEMS
-    # The webhook is posted to after the catalog is free: its retries (seconds) do not
-    # keep other commands of the project waiting.
-    return _alerts(args, project, settings, done)
+    if isinstance(done, int):  # record, show, or a catalog that could not be read
+        return done
+    # Only alerts (settings given) returns the rows it read. The webhook is posted to
+    # after the catalog is free: its retries (seconds) keep no other command waiting.
+    return _alerts(args, project, settings, done) if settings is not None else EXIT_PROBLEMS
 
 
 def _history_action(args: argparse.Namespace, action: str, project: Project,
