@@ -17,7 +17,8 @@ cd "$(dirname "$0")/.."
 # SIGKILL fault loop (markers "cluster", "faults", ~3 min) run on the newest
 # line only; the middle line skips the true command-line runs (marker "cli"), and
 # the slowest true CLI runs that do not depend on the line run on one line only
-# (tests/cli_helpers.py NEWEST_LINE; OLDEST_LINE: the two examples, on 4.1 as
+# (tests/cli_helpers.py NEWEST_LINE: among them the example's run and report,
+# test_cli_run_report; OLDEST_LINE: the two examples, on 4.1 as
 # scripts/run-example.sh runs them, and the key rules' run; the corpus CLI runs on 4.1).
 # The pre-commit hook that installs its own environment (marker "hook_env",
 # 16-80 s) installs the newest pyspark whatever the line: it runs on the newest.
