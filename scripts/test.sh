@@ -1,41 +1,51 @@
 #!/usr/bin/env bash
-# Usage: scripts/test.sh [pytest arguments]
-# The whole test suite, from a fresh clone: for the newest 4.1.x, 4.2.x and
-# 4.x (4.3 or later) of pyspark, each in its own virtual environment
-# under .venv/, install sdp-expect with its test and lint extras, lint,
-# type-check and check the import layers (once), then run pytest. Exits
-# non-zero if anything fails.
+# Usage: scripts/test.sh [--all] [pytest arguments]
+#
+# From a fresh clone: create the virtual environments under .venv/ (pyspark and
+# sdp-expect with its test and lint extras, scripts/venv.sh), lint (ruff), type-check
+# (mypy --strict) and check the import layers (import-linter), then run pytest. Exits
+# non-zero if anything fails. The tiers and lines are explained in docs/testing.md.
+#
+#   scripts/test.sh         the everyday run: lint, then the pure and graph tiers on the
+#                           newest pyspark line (hypothesis: explicit examples only)
+#   scripts/test.sh --all   the whole matrix, as CI runs it (.ci/run): every test on the
+#                           newest line with the full hypothesis example counts; the pure
+#                           and graph tiers on pyspark 4.1 and what Spark 4.2 added on 4.2,
+#                           with the explicit examples; one cold run of the example a line
+#
+# Pytest runs with three workers (pytest-xdist; SDPX_WORKERS to change) that share one
+# Spark Connect server; a test file stays on one worker. Per-test durations go to test-results/pyspark-VERSION.xml (JUnit)
+# and the 40 slowest to the log; each line ends with its "tier counts:", and --all ends
+# with all of them. SDPX_PYSPARK_SPECS overrides the lines: "SPEC@MARKERS@HYPOTHESIS@FILES;..."
+# (the fields after SPEC optional; HYPOTHESIS is full or explicit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Each entry is a pip specifier, optionally followed by "@" and a pytest marker
-# expression, and then by "@" and the test files that line runs (default: all).
-# To keep CI within its time: the middle line runs the tests of what Spark 4.2
-# added and a few core graph families only (test_versions, test_companions,
-# test_streaming, test_history; the lines around it run everything; on a slow
-# machine the whole suite on three lines took more than CI's 90 minutes), the
-# standalone cluster and the
-# SIGKILL fault loop (markers "cluster", "faults", ~3 min) run on the newest
-# line only; the middle line skips the true command-line runs (marker "cli"), and
-# the slowest true CLI runs that do not depend on the line run on one line only
-# (tests/cli_helpers.py NEWEST_LINE: among them the example's run and report,
-# test_cli_run_report; OLDEST_LINE: the two examples, on 4.1 as
-# scripts/run-example.sh runs them, and the key rules' run; the corpus CLI runs on 4.1).
-# The pre-commit hook that installs its own environment (marker "hook_env",
-# 16-80 s) installs the newest pyspark whatever the line: it runs on the newest.
-middle="tests/test_versions.py tests/test_companions.py tests/test_streaming.py tests/test_history.py"
-specs=${SDPX_PYSPARK_SPECS:-"~=4.1.0@not cluster and not faults and not hook_env;~=4.2.0@not cli and not hook_env@$middle;>=4.3,<5"}
+mode=fast
+if [[ ${1-} == --all ]]; then
+  mode=all
+  shift
+fi
+newest=">=4.3,<5"
+cold="tests/test_cli_e2e.py::test_example_dry_run_passes"  # a cold run of the example
+middle="tests/test_versions.py tests/test_companions.py tests/test_streaming.py tests/test_history.py $cold"
+server=default
+if [[ $mode == fast ]]; then
+  server=interpreted  # Spark without code generation: tests/conftest.py INTERPRETED
+  default="$newest@pure or graph@explicit@"
+else
+  default="$newest@@full@;~=4.1.0@(pure or graph or oldest_line) and not slow@explicit@;~=4.2.0@@explicit@$middle"
+fi
+specs=${SDPX_PYSPARK_SPECS:-$default}
+workers=${SDPX_WORKERS:-3}
+mkdir -p test-results
+counts="$PWD/test-results/tier-counts.jsonl"
+: > "$counts"
 status=0
 first=1
+began=$(date +%s)
 IFS=';' read -r -a spec_list <<< "$specs"
 for entry in "${spec_list[@]}"; do
-  spec=${entry%%@*}
-  markers=()
-  paths=()
-  if [[ $entry == *@* ]]; then
-    rest=${entry#*@}
-    markers=(-m "${rest%%@*}")
-    if [[ $rest == *@* ]]; then read -r -a paths <<< "${rest#*@}"; fi
-  fi
+  IFS='@' read -r spec markers hypothesis paths <<< "$entry"
   venv=$(scripts/venv.sh "$spec")
   version=$("$venv/bin/python" -c 'import pyspark; print(pyspark.__version__)')
   echo "== pyspark $version ($entry) in $venv"
@@ -46,8 +56,27 @@ for entry in "${spec_list[@]}"; do
     echo "== import-linter (the layers of docs/architecture.md)"
     "$venv/bin/lint-imports" || status=1
   fi
-  echo "== pytest"
-  PATH="$PWD/$venv/bin:$PATH" "$venv/bin/python" -m pytest "${markers[@]}" "$@" "${paths[@]}" \
-    || status=1
+  args=(-n "$workers" --dist loadfile --junitxml "test-results/pyspark-$version.xml")
+  if [[ -n $markers ]]; then args+=(-m "$markers"); fi
+  read -r -a path_list <<< "${paths:-}"
+  echo "== pytest ${args[*]} $* ${path_list[*]}"
+  line_began=$(date +%s)
+  rc=0
+  PATH="$PWD/$venv/bin:$PATH" SDPX_HYPOTHESIS="${hypothesis:-full}" SDPX_TIER_COUNTS="$counts" \
+    SDPX_SERVER="$server" \
+    "$venv/bin/python" -m pytest "${args[@]}" "$@" "${path_list[@]}" || rc=$?
+  # 5: the arguments chose no test on this line (e.g. -k for a file another line runs).
+  if [[ $rc != 0 && $rc != 5 ]]; then status=1; fi
+  echo "== pyspark $version: pytest exit $rc in $(( $(date +%s) - line_began )) s"
 done
+echo "== tier counts (tests/conftest.py), per line:"
+"${venv:-.venv}/bin/python" - "$counts" <<'EOF'
+import json, sys
+for line in open(sys.argv[1], encoding="utf-8"):
+    entry = json.loads(line)
+    print(f"  pyspark {entry['pyspark']}: " + " · ".join(
+        f"{tier} " + (", ".join(f"{n} {o}" for o, n in outcomes.items()) or "0")
+        for tier, outcomes in entry["tiers"].items()))
+EOF
+echo "== done in $(( $(date +%s) - began )) s, status $status"
 exit $status

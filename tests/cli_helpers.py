@@ -12,29 +12,38 @@ import sys
 import textwrap
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import pytest
 
-from sdp_expect.spark_version import spark_has
-
 REPO = Path(__file__).resolve().parent.parent
 
-NEWEST_LINE = pytest.mark.skipif(
-    not spark_has((4, 2)),
-    reason="a true CLI run whose behaviour does not depend on the pyspark line: it runs on "
-           "the newest line only, to keep CI within its time (scripts/test.sh; the graphs "
-           "it relies on run on every line)")
-"""Mark a slow true CLI test to run on the newest pyspark line only (the middle line
-deselects ``cli`` tests; this skips it on 4.1)."""
+NEWEST_LINE = pytest.mark.newest_line
+"""Mark a slow true CLI test whose behaviour does not depend on the pyspark line to run on
+the newest line only (tests/conftest.py skips it on 4.1, with the reason)."""
 
-OLDEST_LINE = pytest.mark.skipif(
-    spark_has((4, 2)),
-    reason="a true CLI run over a feature whose graphs run on every line: it runs on the "
-           "pyspark 4.1 line only (the line scripts/run-example.sh runs the examples on, and "
-           "whose Hive session differs most), to keep CI within its time (scripts/test.sh)")
-"""Mark a slow true CLI test to run on the pyspark 4.1 line only."""
+OLDEST_LINE = pytest.mark.oldest_line
+"""Mark a slow true CLI test to run on the pyspark 4.1 line only (tests/conftest.py skips
+it on 4.2 and later, with the reason; scripts/test.sh --all selects it on 4.1)."""
+
+
+class _OwnJvm(threading.local):
+    allowed = False
+
+
+OWN_JVM = _OwnJvm()
+"""Whether the running test may start Spark processes of its own: set by conftest.py
+for the tests of the ``cli`` and ``slow`` tiers (the ``own_jvm`` fixture)."""
+
+
+def require_own_jvm(what: str) -> None:
+    """Refuse ``what`` (a helper that starts Spark) outside the cli and slow tiers."""
+    if not OWN_JVM.allowed:
+        raise AssertionError(
+            f"{what} starts Spark, but this test is not in the cli tier: give it (or its "
+            "fixture) the own_jvm fixture (tests/conftest.py, docs/testing.md)")
 
 
 def user_env(**extra: str) -> dict[str, str]:
@@ -187,10 +196,13 @@ def screen(text: str) -> list[str]:
 def spark_pipelines(project: Path, *args: str, timeout: float = 600
                     ) -> subprocess.CompletedProcess[str]:
     """Run the installed ``spark-pipelines`` command in ``project``, as a user's shell would."""
+    require_own_jvm("spark_pipelines()")
     command = shutil.which("spark-pipelines", path=os.path.dirname(sys.executable))
     assert command, "spark-pipelines is not installed next to this Python"
-    return subprocess.run([command, *args], cwd=project, env=user_env(), capture_output=True,
-                          text=True, timeout=timeout, check=False)
+    # SPARK_TESTING: the embedded Spark Connect server takes a free port, not the fixed
+    # 15002 (as pyspark's own tests do), so that tests running at once do not clash.
+    return subprocess.run([command, *args], cwd=project, env=user_env(SPARK_TESTING="1"),
+                          capture_output=True, text=True, timeout=timeout, check=False)
 
 
 FAKE_SERVER = """\
@@ -317,52 +329,76 @@ def set_storage(project: Path, storage: Path) -> None:
         for line in spec.read_text().splitlines()) + "\n")
 
 
-_READ_TABLES = """
-import json, sys
-from pyspark.sql import SparkSession
-project = sys.argv[1]
-spark = (SparkSession.builder.master("local[1]").appName("test reader")
-         .config("spark.sql.catalogImplementation", "hive")
-         .config("spark.hadoop.javax.jdo.option.ConnectionURL",
-                 f"jdbc:derby:;databaseName={project}/metastore_db;create=false")
-         .config("spark.ui.enabled", "false").getOrCreate())
-spark.sparkContext.setLogLevel("ERROR")
-found = {}
-for table in spark.catalog.listTables("default"):
-    rows = spark.sql(f"SELECT * FROM default.`{table.name}`").collect()
-    found[table.name] = [row.asDict(recursive=True) for row in rows]
-spark.stop()
-print("TABLES=" + json.dumps(found, default=str))
-"""
+@dataclass
+class Warm:
+    """A project's warm server while :func:`served` holds it up.
+
+    :param project: The project folder.
+    :param tables: With ``keep_tables``: every table of the catalog, read through the
+        warm server as the ``with`` ended (as :func:`read_all_tables` gives them).
+    """
+
+    project: Path
+    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 @contextlib.contextmanager
-def served(project: Path) -> Iterator[None]:
+def served(project: Path, *, keep_tables: bool = False) -> Iterator[Warm]:
     """``sdp-expect serve --background`` on ``project`` for the ``with``: the project's runs
     go through its warm Spark server (a multi-run test then pays one server start, not one
-    per run); ``serve --stop`` at the end, so that the catalog is free for other readers."""
+    per run); ``serve --stop`` at the end, so that the catalog is free for other readers.
+    With ``keep_tables``, the catalog's tables are read through that server before it
+    stops (:attr:`Warm.tables`): no Spark of its own is started to read them."""
+    require_own_jvm("served()")
     started = sdp_expect("serve", "--background", "--spec", str(project), cwd=project)
     assert started.returncode == 0, started.stdout + started.stderr
+    warm = Warm(project)
     try:
-        yield
+        yield warm
+        if keep_tables:
+            warm.tables = read_all_tables(project)
     finally:
         stopped = sdp_expect("serve", "--stop", "--spec", str(project), cwd=project)
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
 
 
-def read_all_tables(project: Path) -> dict[str, list[dict[str, Any]]]:
-    """Every table of a project's catalog with all its rows, read with a plain Spark session.
+_READERS: list[Any] = []
+"""Every reading session, referenced until the process ends (see
+``sdp_runner.SparkServer.session``: a session closed by garbage collection can block
+another's call)."""
 
-    Independent of sdp-expect's own reader: the tests compare what sdp-expect shows with it.
+
+def read_all_tables(project: Path) -> dict[str, list[dict[str, Any]]]:
+    """Every table of a project's catalog (database ``default``) with all its rows.
+
+    Read with a plain Spark Connect session of its own, independent of sdp-expect's own
+    reader (the tests compare what sdp-expect shows with it), through the project's warm
+    server when it is up (inside :func:`served`), else through one started for the
+    reading. Values are as JSON gives them (dates, decimals and the like as text).
     """
-    done = subprocess.run([sys.executable, "-c", _READ_TABLES, str(project.resolve())],
-                          cwd=project, env=user_env(), capture_output=True, text=True,
-                          timeout=600, check=False)
-    for line in done.stdout.splitlines():
-        if line.startswith("TABLES="):
-            tables: dict[str, list[dict[str, Any]]] = json.loads(line[len("TABLES="):])
-            return tables
-    raise AssertionError(f"reading the tables failed:\n{done.stdout}\n{done.stderr}")
+    require_own_jvm("read_all_tables()")
+    from pyspark.sql.connect.session import SparkSession
+
+    from sdp_expect.cli.local_server import read_record
+
+    record = read_record(project.resolve())
+    if record is None or not record.kept:
+        with served(project):
+            return read_all_tables(project)
+    before = os.environ.get("SPARK_CONNECT_MODE_ENABLED")
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    try:
+        spark = SparkSession.builder.remote(f"{record.url}/;token={record.token}").create()
+        _READERS.append(spark)
+        found = {}
+        for table in spark.catalog.listTables("default"):
+            rows = spark.sql(f"SELECT * FROM default.`{table.name}`").collect()
+            found[table.name] = [row.asDict(recursive=True) for row in rows]
+    finally:
+        if before is None:
+            os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+    tables: dict[str, list[dict[str, Any]]] = json.loads(json.dumps(found, default=str))
+    return tables
 
 
 def repo_env() -> dict[str, str]:

@@ -60,10 +60,12 @@ class SparkServer:
     :param workdir: Its warehouse, Derby home and log go here.
     :param driver_memory: The server JVM's heap.
     :param conf: More ``(key, value)`` Spark settings.
+    :param wait: Wait until it answers (else :meth:`attach` to it, or call
+        :meth:`wait_until_up`, before its first session).
     """
 
     def __init__(self, workdir: Path, driver_memory: str = "3g",
-                 conf: Optional[Sequence[tuple[str, str]]] = None) -> None:
+                 conf: Optional[Sequence[tuple[str, str]]] = None, *, wait: bool = True) -> None:
         self.workdir = workdir
         self.port = free_port()
         self.log_path = workdir / "spark-connect-server.log"
@@ -88,19 +90,31 @@ class SparkServer:
         env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
         env.pop("SPARK_REMOTE", None)
         with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(
+            self.process: Optional[subprocess.Popen[bytes]] = subprocess.Popen(
                 command, cwd=workdir, stdout=log, stderr=subprocess.STDOUT, env=env
             )
-        self._wait_until_up()
+        if wait:
+            self.wait_until_up()
+
+    @classmethod
+    def attach(cls, port: int, workdir: Path) -> SparkServer:
+        """The server another process started (the controller of ``pytest -n``, for
+        all its workers), once it answers; :meth:`stop` then leaves it running."""
+        server = cls.__new__(cls)
+        server.workdir, server.port = workdir, port
+        server.log_path = workdir / "spark-connect-server.log"
+        server._sessions, server.process = [], None
+        server.wait_until_up()
+        return server
 
     @property
     def url(self) -> str:
         return f"sc://127.0.0.1:{self.port}"
 
-    def _wait_until_up(self, timeout: float = 120.0) -> None:
+    def wait_until_up(self, timeout: float = 180.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
+            if self.process is not None and self.process.poll() is not None:
                 raise RuntimeError(f"Spark server exited; see {self.log_path}")
             with contextlib.suppress(OSError), socket.create_connection(
                 ("127.0.0.1", self.port), timeout=1
@@ -128,6 +142,8 @@ class SparkServer:
         for session in self._sessions:
             with contextlib.suppress(Exception):
                 session.stop()
+        if self.process is None:  # attached: its owner stops it
+            return
         self.process.terminate()
         try:
             self.process.wait(30)

@@ -16,7 +16,6 @@ from cli_helpers import (
     NEWEST_LINE,
     WebhookReceiver,
     closed_port,
-    read_all_tables,
     sdp_expect,
     served,
     write_project,
@@ -24,7 +23,7 @@ from cli_helpers import (
 
 from sdp_expect import names
 
-pytestmark = [pytest.mark.cli, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.usefixtures("own_jvm"), pytest.mark.timeout(1800)]
 
 CODE = """\
 from pyspark.sql import SparkSession
@@ -106,7 +105,7 @@ def test_run_compares_with_recent_updates_and_alerts(tmp_path: Path) -> None:
     (events / "1.json").write_text('{"id": 1, "amount": 1}\n{"id": 2, "amount": -1}\n')
 
     # Through the project's warm server (one server start for every command, CI's time).
-    with served(project):
+    with served(project, keep_tables=True) as warm:
         # 1: nothing earlier to compare with; events fails 50 %, but of fewer than 3 records
         _orders(orders, 1)
         first = sdp_expect(*run, cwd=tmp_path)
@@ -160,7 +159,7 @@ def test_run_compares_with_recent_updates_and_alerts(tmp_path: Path) -> None:
         assert checked.returncode == 4, checked.stdout + checked.stderr
         checked_document = json.loads(checked.stdout)
 
-    rows = read_all_tables(project)[names.HISTORY_TABLE]
+    rows = warm.tables[names.HISTORY_TABLE]
     updates = sorted({row["update_id"] for row in rows},
                      key=lambda u: min(str(r["update_time"]) for r in rows
                                        if r["update_id"] == u))

@@ -34,7 +34,7 @@ SPARK = tuple(int(part) for part in pyspark.__version__.split(".")[:2])
 EXAMPLE = "spark42" if SPARK >= (4, 2) else "spark41"
 HIVE = ["--conf", "spark.sql.catalogImplementation=hive"]
 
-pytestmark = pytest.mark.cli
+pytestmark = pytest.mark.usefixtures("own_jvm")
 
 
 @pytest.fixture

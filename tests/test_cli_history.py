@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import NEWEST_LINE, read_all_tables, sdp_expect, served, write_project
+from cli_helpers import NEWEST_LINE, sdp_expect, served, write_project
 
 from sdp_expect import names
 
-pytestmark = [pytest.mark.cli, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.usefixtures("own_jvm"), pytest.mark.timeout(1800)]
 
 CODE = """\
 from pyspark.sql import SparkSession
@@ -57,7 +57,7 @@ def test_two_runs_and_a_record_append_each_updates_counts(tmp_path: Path) -> Non
     _lines(orders, "1.json", [(1, 5), (None, 20), (3, 30)])
     _lines(events, "1.json", [(1, 1), (2, -2)])
     # Through the project's warm server (one server start for every command, CI's time).
-    with served(project):
+    with served(project, keep_tables=True) as warm:
         first = sdp_expect("run", "--spec", str(project), "--progress", "none", cwd=tmp_path)
         assert first.returncode == 0, first.stdout + first.stderr
         _lines(orders, "1.json", [(4, 1)])
@@ -79,7 +79,7 @@ def test_two_runs_and_a_record_append_each_updates_counts(tmp_path: Path) -> Non
         shown = sdp_expect("history", "show", "--spec", str(project), "--format", "json",
                            "--updates", "1", cwd=tmp_path)
         assert shown.returncode == 0, shown.stdout + shown.stderr
-    tables = read_all_tables(project)
+    tables = warm.tables
     table = tables[names.HISTORY_TABLE]
     # The event-log view (a VARIANT column, in the Hive metastore): an event per update
     # and dataset.

@@ -160,7 +160,7 @@ def test_migrate_prints_what_it_changed(migrated: tuple[Any, Path, dict[str, str
     assert "include: databricks_sql.py" in spec and "orders.region: eu" in spec
 
 
-@pytest.mark.cli
+@pytest.mark.usefixtures("own_jvm")
 @pytest.mark.timeout(1200)
 def test_migrated_project_runs_and_gives_the_expected_tables(
         migrated: tuple[Any, Path, dict[str, str]], migrated_run: Any) -> None:

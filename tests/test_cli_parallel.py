@@ -31,7 +31,7 @@ from sdp_expect.cli.local_server import read_record
 SPARK = tuple(int(part) for part in pyspark.__version__.split(".")[:2])
 EXAMPLE = "spark42" if SPARK >= (4, 2) else "spark41"
 
-pytestmark = [pytest.mark.cli, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.usefixtures("own_jvm"), pytest.mark.timeout(1800)]
 
 
 def example_copy(root: Path) -> Path:

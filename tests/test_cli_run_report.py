@@ -35,7 +35,7 @@ from cli_helpers import (
 
 EXAMPLE = "spark42"
 
-pytestmark = [pytest.mark.cli, NEWEST_LINE, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.usefixtures("own_jvm"), NEWEST_LINE, pytest.mark.timeout(1800)]
 
 
 @pytest.fixture(scope="module")

@@ -231,7 +231,7 @@ def tables_of(spark: SparkSession, database: str) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------------- tests
-@pytest.mark.cli
+@pytest.mark.usefixtures("own_jvm")
 @pytest.mark.cluster
 @pytest.mark.timeout(600)
 def test_example_on_a_standalone_cluster_gives_the_local_tables(

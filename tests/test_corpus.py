@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 import yaml
-from cli_helpers import read_all_tables, sdp_expect, served, set_storage
+from cli_helpers import sdp_expect, served, set_storage
 from corpus_oracle import ORACLES, Expected, Table, batch_log_sums
 from sdp_runner import Pipeline, RunResult, SparkServer, copy_project
 
@@ -317,17 +317,17 @@ def metrics_of(expected: Expected) -> dict[str, dict[str, dict[str, Any]]]:
     return shown
 
 
-@pytest.mark.cli
+@pytest.mark.usefixtures("own_jvm")
 @pytest.mark.timeout(1800)
 @ONE_LINE
 def test_cli_runs_the_dlt_loans_project_three_times(tmp_path: Path) -> None:
     """``sdp-expect run --format json``: exit status 0 and the oracle's numbers each time
     (through the project's warm server, ``serve``: one server start for the three runs)."""
     project, landing = cli_project("loans", tmp_path)
-    with served(project):
+    with served(project, keep_tables=True) as warm:
         for update in UPDATES:
             _loans_update(project, landing, update, tmp_path)
-    assert_catalog_sizes(read_all_tables(project), ORACLES["loans"](landing))
+    assert_catalog_sizes(warm.tables, ORACLES["loans"](landing))
 
 
 def _loans_update(project: Path, landing: Path, update: str, tmp_path: Path) -> None:
@@ -396,14 +396,14 @@ def summary_lines(expected: Expected) -> list[str]:
     return lines
 
 
-@pytest.mark.cli
+@pytest.mark.usefixtures("own_jvm")
 @pytest.mark.timeout(1800)
 @ONE_LINE
 def test_cli_runs_the_sql_notebook_project_three_times(tmp_path: Path) -> None:
     """``sdp-expect run`` (text) on SQL notebooks: exit status 0 and the oracle's summary
     (through the project's warm server, as above)."""
     project, landing = cli_project("retail_orders", tmp_path)
-    with served(project):
+    with served(project, keep_tables=True) as warm:
         for update in UPDATES:
             land("retail_orders", update, landing)
             done = sdp_expect("run", "--spec", str(project), cwd=tmp_path)
@@ -417,5 +417,5 @@ def test_cli_runs_the_sql_notebook_project_three_times(tmp_path: Path) -> None:
             assert f"{count} datasets with expectations" in summary, summary
             for line in summary_lines(expected):
                 assert re.search(line, summary, flags=re.MULTILINE), (update, line, summary)
-    assert_catalog_sizes(read_all_tables(project), ORACLES["retail_orders"](landing))
+    assert_catalog_sizes(warm.tables, ORACLES["retail_orders"](landing))
 

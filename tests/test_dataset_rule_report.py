@@ -27,7 +27,6 @@ import pytest
 from cli_helpers import (
     NEWEST_LINE,
     REPO,
-    read_all_tables,
     replaying_project,
     sdp_expect,
     served,
@@ -224,7 +223,7 @@ def _whole(rule: dict[str, Any]) -> tuple[Optional[str], Optional[bool]]:
     return rule.get("observed"), rule.get("violated")
 
 
-@pytest.mark.cli
+@pytest.mark.usefixtures("own_jvm")
 @pytest.mark.timeout(1800)
 @NEWEST_LINE  # the real output of the 4.1 and 4.3 lines is replayed by the tests above
 def test_sdp_expect_run_shows_dataset_rules_warn_and_fail_and_leaves_the_tables_as_documented(
@@ -241,7 +240,7 @@ def test_sdp_expect_run_shows_dataset_rules_warn_and_fail_and_leaves_the_tables_
     assert (count, revenue > 0) == (6, False)  # the data is what the test means it to be
 
     # Through the project's warm server (one server start for both runs, CI's time).
-    with served(project):
+    with served(project, keep_tables=True) as warm:
         run = sdp_expect("run", cwd=project)
         out = run.stdout
         assert run.returncode == 1, out + run.stderr
@@ -296,7 +295,7 @@ def test_sdp_expect_run_shows_dataset_rules_warn_and_fail_and_leaves_the_tables_
     assert _whole(rule) == (str(seen), not seen <= 4), rule  # cumulative: 3 + 2 > 4
 
     # The tables, read with a plain Spark session.
-    tables = read_all_tables(project)
+    tables = warm.tables
     assert sorted(r["id"] for r in tables["orders"]) == [i for i, _ in ROWS]  # warn: written
     assert tables.get("checked", []) == []  # the failed update wrote nothing
     assert tables.get("after_checked", []) == []

@@ -276,7 +276,7 @@ class KillRound:
                 and self.before["orders"] < self.after["orders"] < self.files)
 
 
-@pytest.mark.cli
+@pytest.mark.usefixtures("own_jvm")
 @pytest.mark.faults
 @pytest.mark.timeout(900)
 def test_killed_runs_then_a_complete_run_hold_every_record_once(tmp_path: Path) -> None:
@@ -439,6 +439,7 @@ def orders_pipeline(inbox: Path, *more: Path, fail_rule: bool = False) -> Any:
     return define
 
 
+@pytest.mark.faults
 def test_failed_update_then_fixed_source_then_rerun(make_pipeline: MakePipeline) -> None:
     """Files 0-1 load; in the next update file 3 holds a record that violates the fail
     rule: the update stops there, with file 2 committed in every streaming flow and
@@ -491,6 +492,7 @@ def test_failed_update_then_fixed_source_then_rerun(make_pipeline: MakePipeline)
     assert_tables_match(tables_of(fixed), oracle([r for f in files for r in f], FAIL_RULES))
 
 
+@pytest.mark.faults
 def test_full_refresh_after_many_updates_equals_one_run_over_all_data(
         make_pipeline: MakePipeline) -> None:
     """Four updates of three files each, checked after every update; then a full refresh

@@ -175,7 +175,7 @@ def test_migrated_project_runs(name: str, tmp_path: Path,
 # --------------------------------------------------------------------------- true CLI runs
 
 
-@pytest.mark.cli
+@pytest.mark.usefixtures("own_jvm")
 @pytest.mark.timeout(1200)
 @NEWEST_LINE
 def test_migrate_checks_its_result_and_the_project_runs(tmp_path: Path) -> None:
@@ -194,7 +194,7 @@ def test_migrate_checks_its_result_and_the_project_runs(tmp_path: Path) -> None:
     assert summary["loans_clean"]["dropped_records"] == 1
 
 
-@pytest.mark.cli
+@pytest.mark.usefixtures("own_jvm")
 @pytest.mark.timeout(1200)
 def test_a_failing_dry_run_is_reported_at_the_source_line(tmp_path: Path) -> None:
     src = Path(shutil.copytree(LAKEFLOW / "loan_risk", tmp_path / "src"))

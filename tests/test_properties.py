@@ -762,7 +762,8 @@ variable_names = st.builds(lambda before, variable, after: before + variable + a
 
 @pytest.mark.timeout(900)
 @settings(PROPERTY_SETTINGS, max_examples=2, report_multiple_bugs=False,
-          phases=[Phase.explicit, Phase.generate])
+          # no shrinking; the profile decides whether examples are generated (conftest.py)
+          phases=[p for p in settings().phases if p in (Phase.explicit, Phase.generate)])
 @given(scenario=scenarios(ALL_ACTIONS, null_passes=False, names_from=variable_names))
 @example(scenario=edge_scenario(ALL_ACTIONS, null_passes=False, names=[
     "${spark.sql.shuffle.partitions}", "${env:HOME}", "it's ${system:java.version}",

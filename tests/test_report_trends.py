@@ -24,7 +24,7 @@ from sdp_expect import names
 from sdp_expect import pipelines as dp
 from sdp_expect.report.history_table import record_history
 
-pytestmark = [pytest.mark.cli, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.usefixtures("own_jvm"), pytest.mark.timeout(900)]
 
 PIPELINE = "trend_shop"
 SCHEMA = "id INT, amount INT"

@@ -120,7 +120,7 @@ def test_a_broken_query_is_not_blamed_on_its_rules(make_pipeline: MakePipeline, 
     assert not any("_sdpx_check_" in line for line in shown), shown
 
 
-@pytest.mark.cli
+@pytest.mark.usefixtures("own_jvm")
 def test_dry_run_names_the_rule_in_one_coded_line(tmp_path: Path) -> None:
     project = write_project(tmp_path / "project", """
         from pyspark.sql import SparkSession

@@ -238,7 +238,7 @@ def _capture_module() -> Any:
     return module
 
 
-@pytest.mark.cli
+@pytest.mark.usefixtures("own_jvm")
 @pytest.mark.timeout(1800)
 @pytest.mark.skipif(SPARK < NEWEST, reason="one true run, on the newest Spark line only (CI time); "
                     "the real output of every line is replayed by the tests above")

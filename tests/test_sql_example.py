@@ -23,7 +23,7 @@ from sdp_expect import sql
 REPO = Path(__file__).resolve().parent.parent
 HIVE = ["--conf", "spark.sql.catalogImplementation=hive"]
 
-pytestmark = pytest.mark.cli
+pytestmark = pytest.mark.usefixtures("own_jvm")
 
 
 def command(name: str) -> str:

@@ -287,7 +287,7 @@ rule is over its tolerance, and so is the drop rule (3 > 2): the flow fails. ``k
 the same warn rule, the drop rule within its tolerance (3): updated, the warn flagged."""
 
 
-@pytest.mark.cli
+@pytest.mark.usefixtures("own_jvm")
 @pytest.mark.timeout(1800)
 @NEWEST_LINE  # the real output of the 4.1 and 4.3 lines is replayed by the tests above
 def test_sdp_expect_run_shows_tolerances_in_its_text_and_json_summary(tmp_path: Path) -> None:
