@@ -13,8 +13,9 @@
 #                           and graph tiers on pyspark 4.1 and what Spark 4.2 added on 4.2,
 #                           with the explicit examples; one cold run of the example a line
 #
-# Pytest runs with three workers (pytest-xdist; SDPX_WORKERS to change) that share one
-# Spark Connect server; a test file stays on one worker. Per-test durations go to test-results/pyspark-VERSION.xml (JUnit)
+# Pytest runs with pytest-xdist (SDPX_WORKERS to change), a test file on one worker:
+# everyday three workers sharing one Spark Connect server, --all two workers with a
+# server each (docs/testing.md, "One server"). Per-test durations go to test-results/pyspark-VERSION.xml (JUnit)
 # and the 40 slowest to the log; each line ends with its "tier counts:", and --all ends
 # with all of them. SDPX_PYSPARK_SPECS overrides the lines: "SPEC@MARKERS@HYPOTHESIS@FILES;..."
 # (the fields after SPEC optional; HYPOTHESIS is full or explicit).
@@ -29,14 +30,17 @@ newest=">=4.3,<5"
 cold="tests/test_cli_e2e.py::test_example_dry_run_passes"  # a cold run of the example
 middle="tests/test_versions.py tests/test_companions.py tests/test_streaming.py tests/test_history.py $cold"
 server=default
+shared=0
+workers=${SDPX_WORKERS:-2}
 if [[ $mode == fast ]]; then
   server=interpreted  # Spark without code generation: tests/conftest.py INTERPRETED
+  shared=1            # the workers share one Spark Connect server (docs/testing.md)
+  workers=${SDPX_WORKERS:-3}
   default="$newest@pure or graph@explicit@"
 else
   default="$newest@@full@;~=4.1.0@(pure or graph or oldest_line) and not slow@explicit@;~=4.2.0@@explicit@$middle"
 fi
 specs=${SDPX_PYSPARK_SPECS:-$default}
-workers=${SDPX_WORKERS:-3}
 mkdir -p test-results
 counts="$PWD/test-results/tier-counts.jsonl"
 : > "$counts"
@@ -63,7 +67,7 @@ for entry in "${spec_list[@]}"; do
   line_began=$(date +%s)
   rc=0
   PATH="$PWD/$venv/bin:$PATH" SDPX_HYPOTHESIS="${hypothesis:-full}" SDPX_TIER_COUNTS="$counts" \
-    SDPX_SERVER="$server" \
+    SDPX_SERVER="$server" SDPX_SHARED_SERVER="$shared" \
     "$venv/bin/python" -m pytest "${args[@]}" "$@" "${path_list[@]}" || rc=$?
   # 5: the arguments chose no test on this line (e.g. -k for a file another line runs).
   if [[ $rc != 0 && $rc != 5 ]]; then status=1; fi

@@ -329,6 +329,10 @@ def set_storage(project: Path, storage: Path) -> None:
         for line in spec.read_text().splitlines()) + "\n")
 
 
+Tables = dict[str, list[dict[str, Any]]]
+"""Every table of a catalog with all its rows (:func:`read_all_tables`)."""
+
+
 @dataclass
 class Warm:
     """A project's warm server while :func:`served` holds it up.
@@ -339,7 +343,7 @@ class Warm:
     """
 
     project: Path
-    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    tables: Tables = field(default_factory=dict)
 
 
 @contextlib.contextmanager

@@ -17,8 +17,8 @@ import pyspark
 import pytest
 from cli_helpers import (
     OLDEST_LINE,
-    read_all_tables,
     sdp_expect,
+    served,
     set_storage,
     spark_pipelines,
     user_env,
@@ -184,13 +184,14 @@ def test_sdp_expect_run_checks_key_rules_on_a_materialized_view_and_a_streaming_
         def payments():
             return spark.readStream.schema("payment_id INT, customer_id INT").json("LANDING")
         """.replace("LANDING", str(landing)))
-    result = sdp_expect("run", cwd=project / "transformations")
+    with served(project, keep_tables=True) as warm:
+        result = sdp_expect("run", cwd=project / "transformations")
     out = result.stdout
     assert result.returncode == 0, out + result.stderr
     summary = out[out.index("== Data quality"):]
     assert re.search(r"^    order_once +drop +3 +2 +40\.0%$", summary, re.MULTILINE), summary
     assert re.search(r"^    customer_known +warn +4 +1 +20\.0%$", summary, re.MULTILINE), summary
-    tables = read_all_tables(project)
+    tables = warm.tables
     assert sorted((r["order_id"], r["customer_id"]) for r in tables["orders"]) == [
         (11, 3), (12, None), (13, 2)]
     assert list(tables["orders"][0]) == ["order_id", "customer_id"]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import REPO, read_all_tables, sdp_expect
+from cli_helpers import REPO, Tables, sdp_expect, served
 
 from sdp_expect.migrate import is_pipeline_sql, migrate_python
 
@@ -130,9 +130,12 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path, dict[
 
 
 @pytest.fixture(scope="module")
-def migrated_run(migrated: tuple[Any, Path, dict[str, str]]) -> Any:
+def migrated_run(migrated: tuple[Any, Path, dict[str, str]]) -> tuple[Any, Tables]:
+    """The migrated project's run, and its tables read through the same warm server."""
     _, dst, _ = migrated
-    return sdp_expect("run", "--format", "json", cwd=dst)
+    with served(dst, keep_tables=True) as warm:
+        run = sdp_expect("run", "--format", "json", cwd=dst)
+    return run, warm.tables
 
 
 def test_migrate_prints_what_it_changed(migrated: tuple[Any, Path, dict[str, str]]) -> None:
@@ -163,10 +166,10 @@ def test_migrate_prints_what_it_changed(migrated: tuple[Any, Path, dict[str, str
 @pytest.mark.usefixtures("own_jvm")
 @pytest.mark.timeout(1200)
 def test_migrated_project_runs_and_gives_the_expected_tables(
-        migrated: tuple[Any, Path, dict[str, str]], migrated_run: Any) -> None:
-    _, dst, _ = migrated
-    assert migrated_run.returncode == 0, migrated_run.stdout + migrated_run.stderr
-    summary = json.loads(migrated_run.stdout)
+        migrated: tuple[Any, Path, dict[str, str]], migrated_run: tuple[Any, Tables]) -> None:
+    run, tables = migrated_run
+    assert run.returncode == 0, run.stdout + run.stderr
+    summary = json.loads(run.stdout)
     shown = {d["dataset"]: d for d in summary["datasets"]}
     silver, totals = shown["orders_silver"], shown["customer_totals"]
     assert (silver["total_records"], silver["dropped_records"]) == (4, 1)
@@ -176,7 +179,6 @@ def test_migrated_project_runs_and_gives_the_expected_tables(
     assert (totals["total_records"], totals["dropped_records"]) == (3, 1)
     assert [(r["expectation"], r["action"], r["passed_records"], r["failed_records"])
             for r in totals["rules"]] == [("known_customer", "drop", 2, 1)]
-    tables = read_all_tables(dst)
     assert sorted(r["order_id"] for r in tables["orders_silver"]) == [1, 2, 4]
     assert sorted((r["customer"], float(r["total"]), r["orders"])
                   for r in tables["customer_totals"]) == [("alice", 10.0, 1), ("bob", -5.0, 1)]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from cli_helpers import NEWEST_LINE, REPO, read_all_tables, sdp_expect
+from cli_helpers import NEWEST_LINE, REPO, sdp_expect, served
 
 from sdp_expect.databricks_functions import DATABRICKS_ONLY_SQL_FUNCTIONS
 from sdp_expect.migrate import CHANGED, NOT_CONVERTED, MigrationResult, migrate
@@ -185,9 +185,10 @@ def test_migrate_checks_its_result_and_the_project_runs(tmp_path: Path) -> None:
                       cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "nothing: every construct was converted, and the dry-run passed" in done.stdout
-    run = sdp_expect("run", "--format", "json", cwd=tmp_path / "dst")
+    with served(tmp_path / "dst", keep_tables=True) as warm:
+        run = sdp_expect("run", "--format", "json", cwd=tmp_path / "dst")
     assert run.returncode == 0, run.stdout + run.stderr
-    tables = read_all_tables(tmp_path / "dst")
+    tables = warm.tables
     assert sorted((r["grade"], r["total_amount"], r["loans"]) for r in tables["loan_stats"]) \
         == EXPECTED["loans_dlt"]["loan_stats"]
     summary = {d["dataset"]: d for d in json.loads(run.stdout)["datasets"]}

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_helpers import sdp_expect, user_env, write_project
+from cli_helpers import sdp_expect, served, user_env, write_project
 from pyspark.sql import DataFrame
 from pyspark.sql.connect.session import SparkSession
 from sdp_runner import MakePipeline
@@ -136,7 +136,9 @@ def test_dry_run_names_the_rule_in_one_coded_line(tmp_path: Path) -> None:
         def silver():
             return spark.read.table("bronze")
     """)
-    done = sdp_expect("dry-run", "--color", "never", cwd=project, env=user_env())
+    with served(project):  # one server start for the dry run and the run
+        done = sdp_expect("dry-run", "--color", "never", cwd=project, env=user_env())
+        ran = sdp_expect("run", "--color", "never", cwd=project, env=user_env())
     assert done.returncode == 1, done.stdout + done.stderr
     coded = [line for line in done.stdout.splitlines() if "[SDPX-" in line]
     assert len(coded) == 1, done.stdout
@@ -155,7 +157,6 @@ def test_dry_run_names_the_rule_in_one_coded_line(tmp_path: Path) -> None:
     assert "Flows with errors" in log and "Traceback" in log
     assert "full log: " in done.stdout
     # run says the same, and writes nothing
-    ran = sdp_expect("run", "--color", "never", cwd=project, env=user_env())
     assert ran.returncode == 1, ran.stdout + ran.stderr
     assert [line for line in ran.stdout.splitlines() if "[SDPX-" in line] == coded, ran.stdout
     assert len(ran.stdout.splitlines()) <= 40, ran.stdout
