@@ -194,9 +194,10 @@ def _runs_graphs(config: pytest.Config) -> bool:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Under ``pytest -n`` with ``SDPX_SHARED_SERVER=1``, the controller starts the one
-    Spark Connect server that all workers share (:func:`pytest_configure_node` tells them where it is): one JVM, one
-    warm-up and one set of compiled code for the whole run, and the workers' graphs
-    interleave in it (an update spends most of its time waiting between flows)."""
+    Spark Connect server that all workers share (:func:`pytest_configure_node` tells
+    them where it is): one JVM, one warm-up and one set of compiled code for the whole
+    run, and the workers' graphs interleave in it (an update spends most of its time
+    waiting between flows)."""
     config = session.config
     if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
         return
