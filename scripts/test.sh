@@ -14,11 +14,14 @@
 #                           with the explicit examples; one cold run of the example a line
 #
 # Pytest runs with pytest-xdist (SDPX_WORKERS to change), a test file on one worker:
-# everyday three workers sharing one Spark Connect server, --all two workers with a
-# server each (docs/testing.md, "One server"). Per-test durations go to test-results/pyspark-VERSION.xml (JUnit)
+# three workers sharing one Spark Connect server (everyday, and the 4.1 line of --all), or
+# two workers with a server each (the newest and 4.2 lines of --all; docs/testing.md,
+# "One server"). Per-test durations go to test-results/pyspark-VERSION.xml (JUnit)
 # and the 40 slowest to the log; each line ends with its "tier counts:", and --all ends
-# with all of them. SDPX_PYSPARK_SPECS overrides the lines: "SPEC@MARKERS@HYPOTHESIS@FILES;..."
-# (the fields after SPEC optional; HYPOTHESIS is full or explicit).
+# with all of them. SDPX_PYSPARK_SPECS overrides the lines:
+# "SPEC@MARKERS@HYPOTHESIS@FILES@SERVERS;..." (the fields after SPEC optional; HYPOTHESIS
+# is full or explicit; SERVERS is shared, three workers on one interpreted server, or own,
+# two workers with a server each, the default of --all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=fast
@@ -29,16 +32,13 @@ fi
 newest=">=4.3,<5"
 cold="tests/test_cli_e2e.py::test_example_dry_run_passes"  # a cold run of the example
 middle="tests/test_versions.py tests/test_companions.py tests/test_streaming.py tests/test_history.py $cold"
-server=default
-shared=0
-workers=${SDPX_WORKERS:-2}
 if [[ $mode == fast ]]; then
-  server=interpreted  # Spark without code generation: tests/conftest.py INTERPRETED
-  shared=1            # the workers share one Spark Connect server (docs/testing.md)
-  workers=${SDPX_WORKERS:-3}
-  default="$newest@pure or graph@explicit@"
+  default="$newest@pure or graph@explicit@@shared"
 else
-  default="$newest@@full@;~=4.1.0@(pure or graph or oldest_line) and not slow@explicit@;~=4.2.0@@explicit@$middle"
+  # The newest line runs every tier with the full hypothesis counts on a server per
+  # worker (the shared server hung once under those counts, docs/testing.md); the
+  # 4.1 line, explicit examples and no slow tier, shares one server as the everyday run.
+  default="$newest@@full@@own;~=4.1.0@(pure or graph or oldest_line) and not slow@explicit@@shared;~=4.2.0@@explicit@$middle@own"
 fi
 specs=${SDPX_PYSPARK_SPECS:-$default}
 mkdir -p test-results
@@ -49,7 +49,16 @@ first=1
 began=$(date +%s)
 IFS=';' read -r -a spec_list <<< "$specs"
 for entry in "${spec_list[@]}"; do
-  IFS='@' read -r spec markers hypothesis paths <<< "$entry"
+  IFS='@' read -r spec markers hypothesis paths servers <<< "$entry"
+  if [[ ${servers:-$([[ $mode == fast ]] && echo shared || echo own)} == shared ]]; then
+    server=interpreted  # Spark without code generation: tests/conftest.py INTERPRETED
+    shared=1            # the workers share one Spark Connect server (docs/testing.md)
+    workers=${SDPX_WORKERS:-3}
+  else
+    server=default
+    shared=0
+    workers=${SDPX_WORKERS:-2}
+  fi
   venv=$(scripts/venv.sh "$spec")
   version=$("$venv/bin/python" -c 'import pyspark; print(pyspark.__version__)')
   echo "== pyspark $version ($entry) in $venv"
