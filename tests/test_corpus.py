@@ -31,18 +31,14 @@ from typing import Any
 
 import pytest
 import yaml
-from cli_helpers import sdp_expect, served, set_storage
+from cli_helpers import OLDEST_LINE, sdp_expect, served, set_storage
 from corpus_oracle import ORACLES, Expected, Table, batch_log_sums
 from sdp_runner import Pipeline, RunResult, SparkServer, copy_project
 
 from sdp_expect.names import EVENT_LOG_VIEW, HISTORY_TABLE
-from sdp_expect.spark_version import spark_has
 
 # The true command-line runs (2 min each) run on one line, the lowest (4.1), to keep CI
 # within its time; the same projects run as graphs on every line above.
-ONE_LINE = pytest.mark.skipif(spark_has((4, 2)), reason="true CLI runs of the corpus run on "
-                              "the pyspark 4.1 line only; the graphs run on every line")
-
 CORPUS = Path(__file__).resolve().parent / "corpus"
 UPDATES = ("1", "2", "3")
 
@@ -319,7 +315,7 @@ def metrics_of(expected: Expected) -> dict[str, dict[str, dict[str, Any]]]:
 
 @pytest.mark.usefixtures("own_jvm")
 @pytest.mark.timeout(1800)
-@ONE_LINE
+@OLDEST_LINE  # the 4.1 line selects it (-m ... or oldest_line), docs/testing.md
 def test_cli_runs_the_dlt_loans_project_three_times(tmp_path: Path) -> None:
     """``sdp-expect run --format json``: exit status 0 and the oracle's numbers each time
     (through the project's warm server, ``serve``: one server start for the three runs)."""
@@ -398,7 +394,7 @@ def summary_lines(expected: Expected) -> list[str]:
 
 @pytest.mark.usefixtures("own_jvm")
 @pytest.mark.timeout(1800)
-@ONE_LINE
+@OLDEST_LINE  # the 4.1 line selects it (-m ... or oldest_line), docs/testing.md
 def test_cli_runs_the_sql_notebook_project_three_times(tmp_path: Path) -> None:
     """``sdp-expect run`` (text) on SQL notebooks: exit status 0 and the oracle's summary
     (through the project's warm server, as above)."""
