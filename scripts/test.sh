@@ -42,6 +42,7 @@ else
 fi
 specs=${SDPX_PYSPARK_SPECS:-$default}
 mkdir -p test-results
+rm -f test-results/pyspark-*.xml  # each run reports on its own lines only
 counts="$PWD/test-results/tier-counts.jsonl"
 : > "$counts"
 status=0
@@ -64,6 +65,7 @@ for entry in "${spec_list[@]}"; do
   echo "== pyspark $version ($entry) in $venv"
   if [[ $first == 1 ]]; then
     first=0
+    first_venv=$venv
     echo "== ruff"; "$venv/bin/ruff" check sdp_expect tests scripts examples benchmarks || status=1
     echo "== mypy"; "$venv/bin/mypy" || status=1
     echo "== import-linter (the layers of docs/architecture.md)"
@@ -91,5 +93,13 @@ for line in open(sys.argv[1], encoding="utf-8"):
         f"{tier} " + (", ".join(f"{n} {o}" for o, n in outcomes.items()) or "0")
         for tier, outcomes in entry["tiers"].items()))
 EOF
+if [[ $mode == all ]]; then
+  # A report, not a gate: the tests that no line ran (scripts/unrun_tests.py).
+  echo "== tests run on no line (collected on the first line, without -m):"
+  PATH="$PWD/$first_venv/bin:$PATH" "$first_venv/bin/python" -m pytest --collect-only \
+    -o addopts="" -q -p no:cacheprovider tests 2>/dev/null > test-results/collected.txt || true
+  "$first_venv/bin/python" scripts/unrun_tests.py test-results/collected.txt \
+    test-results/pyspark-*.xml || true
+fi
 echo "== done in $(( $(date +%s) - began )) s, status $status"
 exit $status
