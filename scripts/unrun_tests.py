@@ -19,9 +19,10 @@ from pathlib import Path
 
 def junit_key(node_id: str) -> str:
     """``tests/test_a.py::Class::test[x]`` as JUnit writes it: ``tests.test_a.Class::test[x]``."""
-    path, *rest = node_id.split("::")
+    head, bracket, parameters = node_id.partition("[")  # ids may hold "::" ([x::int])
+    path, *rest = head.split("::")
     parts = [path.removesuffix(".py").replace("/", "."), *rest[:-1]]
-    return ".".join(parts) + "::" + rest[-1]
+    return ".".join(parts) + "::" + rest[-1] + bracket + parameters
 
 
 def main(collected_file: str, *junit_files: str) -> int:
@@ -42,7 +43,7 @@ def main(collected_file: str, *junit_files: str) -> int:
     print(f"tests run on no line: {len(nowhere)} of {len(collected)} collected")
     for node in nowhere:
         print(f"  {node} ({'; '.join(skipped.get(junit_key(node), [])) or 'not selected'})")
-    return 0
+    return 1 if nowhere else 0
 
 
 if __name__ == "__main__":

@@ -16,10 +16,11 @@ and finds each such method applied over a read of a table; the caller decides
 which of the tables read are datasets of the pipeline. No request is sent to
 Spark, and nothing here imports pyspark.
 
-None of these methods has an exact rewrite that needs no analysis: each needs
-the input's columns (``withColumn`` replaces a column in place when it exists,
-``drop`` keeps every other column, ``distinct`` compares all columns), and a
-query function may not ask Spark for them. So sdp-expect stops the pipeline
+:mod:`sdp_expect.routing` rewrites the plan so that most of these methods wait
+(``withColumn(s)``, ``withColumnRenamed(s)``, ``drop`` by name, ``fillna`` and
+``dropna`` on named columns, batch deduplication). What is left needs the input's
+columns or data (``fillna`` without columns, ``to``, ``describe``, ``transpose``,
+...), which a query function may not ask Spark for: sdp-expect stops the pipeline
 with SDPX-DEF-110 and names the rewrite instead of guessing one.
 """
 
@@ -66,15 +67,19 @@ EARLY_BINDING_RELATIONS: dict[str, _Method] = {
         _Method("WithColumnsRenamed",
                 "select every column by name with col('<old>').alias('<new>') in its place "
                 "(or selectExpr('<old> AS <new>', ...))"),
-        _Method("Drop", "select the columns you keep, by name"),
+        _Method("Drop", "drop the columns by name (drop('<c>') or drop(col('<c>'))), which "
+                        "sdp-expect makes wait; or select the columns you keep"),
         _Method("ToSchema", "select each column with col('<name>').cast('<type>')"),
         _Method("Deduplicate",
                 "spark.sql('SELECT DISTINCT * FROM <dataset>') for distinct rows, or "
                 "groupBy(<key columns>).agg(...) to keep one row per key",
                 fixed_in=(4, 3)),
-        _Method("NAFill", "select coalesce(col('<c>'), lit(<value>)).alias('<c>') for each "
-                          "column to fill, and the other columns by name"),
-        _Method("NADrop", "filter('<c1> IS NOT NULL AND <c2> IS NOT NULL ...')"),
+        _Method("NAFill", "name the columns: fillna(<value>, subset=[...]) or fillna({'<c>': "
+                          "<value>}), which sdp-expect makes wait; or select "
+                          "coalesce(col('<c>'), lit(<value>)).alias('<c>') for each column to "
+                          "fill, and the other columns by name"),
+        _Method("NADrop", "name the columns: dropna(subset=[...]), which sdp-expect makes "
+                          "wait; or filter('<c1> IS NOT NULL AND <c2> IS NOT NULL ...')"),
         _Method("NAReplace", "select when(col('<c>') == <old>, <new>).otherwise(col('<c>'))"
                              ".alias('<c>') for each column, and the other columns by name"),
         _Method("StatDescribe", "groupBy().agg(count(...), mean(...), ...) with the statistics "

@@ -318,6 +318,12 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "row-count rule is judged on the records since the last full refresh "
             "(docs/row-count-rules.md#streaming-tables)",
         ),
+        ErrorSpec(
+            "SDPX-DEF-118",
+            "a dataset or flow name that starts with _sdpx_, which sdp-expect reserves for "
+            "the views and columns it adds to a graph",
+            "rename the dataset or flow (any name that does not start with _sdpx_)",
+        ),
         # -- pipeline configuration --
         ErrorSpec(
             "SDPX-CFG-201",

@@ -51,6 +51,7 @@ from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.options import read_options
 from sdp_expect.plan import CHECK_VIEW_PREFIX, PlanState, RuleCheck, check_view_name, rule_checks
 from sdp_expect.project import library_files, spec_in
+from sdp_expect.routing import Router, RouteView, is_route_name
 
 __all__ = [
     "CHECK_VIEW_PREFIX",
@@ -132,6 +133,8 @@ class GraphState(PlanState):
     datasets: set[str] = field(default_factory=set)
     early_reads: list[tuple[EarlyRead, str, Optional[Location]]] = field(
         default_factory=list)
+    router: Router = field(default_factory=Router)
+    """Rewrites early-bound reads to wait for their datasets (:mod:`sdp_expect.routing`)."""
 
 
 _STATES: weakref.WeakKeyDictionary[GraphElementRegistry, GraphState] = (
@@ -204,6 +207,8 @@ def evaluate_query(func: Callable[[], DataFrame], flow_name: str, *,
     :param reader: The dataset the flow writes (default ``flow_name``).
     :param where: The query function's file and line, for errors.
     """
+    for name in {flow_name, reader or flow_name}:
+        refuse_reserved(name, where)
     registry = real_registry()
     spark = getattr(registry, "_spark", None)
     graph_id = getattr(registry, "_dataflow_graph_id", None)
@@ -229,8 +234,53 @@ def evaluate_query(func: Callable[[], DataFrame], flow_name: str, *,
             stack.enter_context(block_spark_connect_execution_and_analysis())
         stack.enter_context(_call_sites(sites))
         query = func()
+    query = routed(query)
     check_reads(query, reader or flow_name, where, sites)
     return query
+
+
+def routed(query: DataFrame) -> DataFrame:
+    """``query`` with its early-bound reads made to wait (:mod:`sdp_expect.routing`): the
+    route views it needs are registered in the graph, and the query is returned over the
+    rewritten plan (``query`` itself when nothing needed rewriting)."""
+    relation = _relation(query)
+    if relation is None:
+        return query
+    router = graph_state().router
+    rewritten = router.route(relation)
+    for view in router.take_new():
+        _register_route_view(view, query.sparkSession)
+    if rewritten is relation:
+        return query
+    return _over(rewritten, query.sparkSession)
+
+
+def _over(relation: Any, spark: Any) -> DataFrame:
+    """A Spark Connect DataFrame whose plan is ``relation`` (a ``Relation`` message)."""
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+    from pyspark.sql.connect.plan import LogicalPlan
+
+    class _Planned(LogicalPlan):
+        def __init__(self) -> None:
+            super().__init__(None)
+            if relation.common.HasField("plan_id"):
+                self._root_plan_id = relation.common.plan_id
+
+        def plan(self, session: Any) -> Any:
+            copy = type(relation)()
+            copy.CopyFrom(relation)
+            return copy
+
+    return ConnectDataFrame(_Planned(), spark)
+
+
+def _register_route_view(view: RouteView, spark: Any) -> None:
+    """Register a route view in the graph: a temporary view, which adds no table."""
+    from pyspark import pipelines as _sdp
+
+    frame = _over(view.relation, spark)
+    with graph_element_registration_context(real_registry()):
+        _sdp.temporary_view(name=view.name)(lambda: frame)
 
 
 # The DataFrame methods whose call sites are noted while a query function runs, so that
@@ -336,6 +386,8 @@ def check_reads(query: DataFrame, reader: str, where: Optional[Location],
         return
     state = graph_state()
     for read in early_reads(relation):
+        if is_route_name(read.table):
+            continue  # a read of a route view: it waits for the dataset
         site = (sites or {}).get(read.plan_id) if read.plan_id is not None else None
         location: Optional[Location] = where
         if site is not None:
@@ -370,10 +422,22 @@ def registering(reader: str) -> Iterator[None]:
         raise
 
 
+RESERVED_PREFIX = "_sdpx_"
+"""Names of datasets, flows and views that sdp-expect adds (route views, check views)."""
+
+
+def refuse_reserved(name: str, where: Optional[Location]) -> None:
+    """Raise SDPX-DEF-118 for a user's dataset or flow named in sdp-expect's space."""
+    if table_name(name).lower().startswith(RESERVED_PREFIX):
+        raise SdpExpectError("SDPX-DEF-118", f"the name {name!r} starts with "
+                             f"{RESERVED_PREFIX!r}", dataset=name, location=where)
+
+
 def note_datasets(*names: str) -> None:
     """Record datasets of the graph; raise SDPX-DEF-110 for an earlier early read of one."""
     state = graph_state()
     for name in names:
+        refuse_reserved(name, None)
         key = table_name(name).lower()
         state.datasets.add(key)
         for read, reader, location in state.early_reads:

@@ -423,6 +423,7 @@ class PythonRewriter:
     def _early_binding(self, node: ast.Call, func: ast.Attribute,
                        frames: dict[str, Optional[str]]) -> None:
         from sdp_expect.early_binding import EARLY_BINDING_RELATIONS
+        from sdp_expect.routing import handles
         from sdp_expect.spark_version import spark_has
 
         if not self._is_frame(func.value, frames):
@@ -433,10 +434,39 @@ class PythonRewriter:
             return
         if relation.fixed_in is not None and spark_has(relation.fixed_in):
             return
+        chain = self._source(func.value)
+        if handles(func.attr, named_columns=_names_columns(node),
+                   streaming="read_stream" in chain or "readStream" in chain):
+            return  # sdp-expect makes it wait (sdp_expect.routing)
         self.unconverted(node, f"{func.attr}() is applied to a read of pipeline dataset "
                          f"'{dataset}': open-source SDP binds the query to the table of the "
                          "previous update, and sdp-expect stops the pipeline with "
                          f"SDPX-DEF-110. Fix: {relation.rewrite} (docs/early-binding.md)")
+
+
+def _names_columns(call: ast.Call) -> bool:
+    """Whether a ``drop`` / ``fillna`` / ``dropna`` call names the columns it works on
+    (literally), as :func:`sdp_expect.routing.handles` needs."""
+    method = call.func.attr if isinstance(call.func, ast.Attribute) else ""
+    keywords = {k.arg for k in call.keywords}
+    if method == "drop":
+        return bool(call.args) and not keywords and all(
+            _literal_name(arg) for arg in call.args)
+    if method == "fillna":
+        return "subset" in keywords or len(call.args) >= 2 or (
+            bool(call.args) and isinstance(call.args[0], ast.Dict))
+    if method == "dropna":
+        return "subset" in keywords or len(call.args) >= 3
+    return False
+
+
+def _literal_name(node: ast.AST) -> bool:
+    """``"c"`` or ``col("c")`` / ``F.col("c")``."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    return (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords
+            and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) == "col"
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str))
 
 
 def _reader_root(node: ast.AST) -> bool:
