@@ -51,7 +51,7 @@ from sdp_expect.errors import Location, SdpExpectError
 from sdp_expect.options import read_options
 from sdp_expect.plan import CHECK_VIEW_PREFIX, PlanState, RuleCheck, check_view_name, rule_checks
 from sdp_expect.project import library_files, spec_in
-from sdp_expect.routing import Router, RouteView, is_route_name
+from sdp_expect.routing import Router, RouteView, is_route_name, mentions_stream
 
 __all__ = [
     "CHECK_VIEW_PREFIX",
@@ -459,19 +459,9 @@ def is_streaming(query: DataFrame) -> bool:
         name = message.DESCRIPTOR.name
         if name == "Read" and getattr(message, "is_streaming", False):
             return True
-        if name == "SQL" and _mentions_stream(getattr(message, "query", "")):
+        if name == "SQL" and mentions_stream(getattr(message, "query", "")):
             return True
     return False
-
-
-def _mentions_stream(sql_text: str) -> bool:
-    from sdp_expect.sqltokens import TokenKind, tokenize
-
-    try:
-        tokens = tokenize(sql_text)
-    except ValueError:
-        return False
-    return any(t.kind is TokenKind.IDENT and t.value.upper() == "STREAM" for t in tokens)
 
 
 # In the child of ``sdp-expect run`` / ``dry-run``, the coded error that stops the

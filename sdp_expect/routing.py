@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterator, Optional
 from sdp_expect.early_binding import EARLY_BINDING_RELATIONS, dataset_reads, messages
 from sdp_expect.spark_version import spark_has
 
-__all__ = ["ROUTE_PREFIX", "RouteView", "Router", "handles", "is_route_name"]
+__all__ = ["ROUTE_PREFIX", "RouteView", "Router", "handles", "is_route_name", "mentions_stream"]
 
 ROUTE_PREFIX = "_sdpx_route_"
 """The names of the route views: reserved, as every ``_sdpx_`` name of a graph."""
@@ -153,7 +153,7 @@ class Router:
                 self._replace_by_view(relation, relation.read.is_streaming)
             return
         if kind == "sql":
-            self._replace_by_view(relation, _mentions_stream(relation.sql.query))
+            self._replace_by_view(relation, mentions_stream(relation.sql.query))
             return
         if kind is None:
             return
@@ -331,12 +331,12 @@ def _is_streaming(relation: Any) -> bool:
         name = message.DESCRIPTOR.name
         if name == "Read" and message.is_streaming:
             return True
-        if name == "SQL" and _mentions_stream(message.query):
+        if name == "SQL" and mentions_stream(message.query):
             return True
     return False
 
 
-def _mentions_stream(sql_text: str) -> bool:
+def mentions_stream(sql_text: str) -> bool:
     """Whether SQL text reads a stream (``STREAM x`` or ``STREAM(x)``), from its tokens."""
     from sdp_expect.sqltokens import TokenKind, tokenize
 
