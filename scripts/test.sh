@@ -14,14 +14,13 @@
 #                           with the explicit examples; one cold run of the example a line
 #
 # Pytest runs with pytest-xdist (SDPX_WORKERS to change), a test file on one worker:
-# three workers sharing one Spark Connect server (everyday, and the 4.1 line of --all), or
-# two workers with a server each (the newest and 4.2 lines of --all; docs/testing.md,
-# "One server"). Per-test durations go to test-results/pyspark-VERSION.xml (JUnit)
-# and the 40 slowest to the log; each line ends with its "tier counts:", and --all ends
-# with all of them. SDPX_PYSPARK_SPECS overrides the lines:
-# "SPEC@MARKERS@HYPOTHESIS@FILES@SERVERS;..." (the fields after SPEC optional; HYPOTHESIS
-# is full or explicit; SERVERS is shared, three workers on one interpreted server, or own,
-# two workers with a server each, the default of --all).
+# three workers sharing one interpreted Spark Connect server (every line, by default), or
+# two workers with a server each (SERVERS "own", below; docs/testing.md, "One server").
+# Each line ends within SDPX_LINE_TIMEOUT (default 45m). Per-test durations go to
+# test-results/pyspark-VERSION.xml (JUnit) and the 40 slowest to the log; each line ends
+# with its "tier counts:", and --all ends with all of them. SDPX_PYSPARK_SPECS overrides
+# the lines: "SPEC@MARKERS@HYPOTHESIS@FILES@SERVERS;..." (the fields after SPEC optional;
+# HYPOTHESIS is full or explicit; SERVERS is shared, the default, or own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=fast
@@ -35,10 +34,10 @@ middle="tests/test_versions.py tests/test_companions.py tests/test_streaming.py 
 if [[ $mode == fast ]]; then
   default="$newest@pure or graph@explicit@@shared"
 else
-  # The newest line runs every tier with the full hypothesis counts on a server per
-  # worker (the shared server hung once under those counts, docs/testing.md); the
-  # 4.1 line, explicit examples and no slow tier, shares one server as the everyday run.
-  default="$newest@@full@@own;~=4.1.0@(pure or graph or oldest_line) and not slow@explicit@@shared;~=4.2.0@@explicit@$middle@own"
+  # Every line shares one server between three workers, as the everyday run: the newest
+  # runs every tier with the full hypothesis counts; 4.1 the pure and graph tiers and its
+  # own true runs, explicit examples; 4.2 what it added (docs/testing.md, "Lines").
+  default="$newest@@full@@shared;~=4.1.0@(pure or graph or oldest_line) and not slow@explicit@@shared;~=4.2.0@@explicit@$middle@shared"
 fi
 specs=${SDPX_PYSPARK_SPECS:-$default}
 mkdir -p test-results
@@ -49,9 +48,19 @@ status=0
 first=1
 began=$(date +%s)
 IFS=';' read -r -a spec_list <<< "$specs"
+# The environments of the later lines are made while the first line's tests run (one
+# after another: two pip runs of one editable project at once could meet in its folder).
+prepare_pid=""
+# A hung line ends with its output and the next line runs, instead of CI's limit ending all.
+line_limit=${SDPX_LINE_TIMEOUT:-45m}
 for entry in "${spec_list[@]}"; do
   IFS='@' read -r spec markers hypothesis paths servers <<< "$entry"
-  if [[ ${servers:-$([[ $mode == fast ]] && echo shared || echo own)} == shared ]]; then
+  if [[ $first == 0 && -n $prepare_pid ]]; then
+    wait "$prepare_pid" || { echo "== making the later lines' environments failed:"; \
+      cat test-results/venvs.log; exit 1; }
+    prepare_pid=""
+  fi
+  if [[ ${servers:-shared} == shared ]]; then
     server=interpreted  # Spark without code generation: tests/conftest.py INTERPRETED
     shared=1            # the workers share one Spark Connect server (docs/testing.md)
     workers=${SDPX_WORKERS:-3}
@@ -61,6 +70,11 @@ for entry in "${spec_list[@]}"; do
     workers=${SDPX_WORKERS:-2}
   fi
   venv=$(scripts/venv.sh "$spec")
+  if [[ $first == 1 && ${#spec_list[@]} -gt 1 ]]; then
+    (for later in "${spec_list[@]:1}"; do scripts/venv.sh "${later%%@*}" >/dev/null; done) \
+      > test-results/venvs.log 2>&1 &
+    prepare_pid=$!
+  fi
   version=$("$venv/bin/python" -c 'import pyspark; print(pyspark.__version__)')
   echo "== pyspark $version ($entry) in $venv"
   if [[ $first == 1 ]]; then
@@ -79,7 +93,11 @@ for entry in "${spec_list[@]}"; do
   rc=0
   PATH="$PWD/$venv/bin:$PATH" SDPX_HYPOTHESIS="${hypothesis:-full}" SDPX_TIER_COUNTS="$counts" \
     SDPX_SERVER="$server" SDPX_SHARED_SERVER="$shared" \
+    timeout --kill-after=60 "$line_limit" \
     "$venv/bin/python" -m pytest "${args[@]}" "$@" "${path_list[@]}" || rc=$?
+  if [[ $rc == 124 || $rc == 137 ]]; then
+    echo "== pyspark $version: the line did not end within $line_limit (SDPX_LINE_TIMEOUT)"
+  fi
   # 5: the arguments chose no test on this line (e.g. -k for a file another line runs).
   if [[ $rc != 0 && $rc != 5 ]]; then status=1; fi
   echo "== pyspark $version: pytest exit $rc in $(( $(date +%s) - line_began )) s"

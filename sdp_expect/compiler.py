@@ -189,7 +189,10 @@ class RuleLogic:
         The message's format and its parser live together in :mod:`sdp_expect.violation`.
         """
         checks = [(self.violates(e), e.name) for e in self._stopping()]
-        return f"raise_error({violation.message_sql(self.rules.dataset, checks)})"
+        # Over the prepared relation of key rules, the record is its struct: the message
+        # shows the record's own columns, not the key rules' flags beside it.
+        record = violation.record_sql(RECORD_COLUMN if self.rules.has_dataset_checks else None)
+        return f"raise_error({violation.message_sql(self.rules.dataset, checks, record)})"
 
     def guarded(self, value: str) -> str:
         """``value``, or the violation error for a record that violates a fail rule.

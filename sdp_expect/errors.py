@@ -366,6 +366,15 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "sdp_expect.sql.include from a Python file, or translate them for good with "
             "sdp-expect translate ... -o transformations/",
         ),
+        ErrorSpec(
+            "SDPX-PRJ-403",
+            "a setting of the spec's configuration still holds the placeholder '<set me>' "
+            "that sdp-expect migrate wrote for a spark.conf.get(key) without a default (a "
+            "Lakeflow pipeline parameter the Databricks project did not say)",
+            "set the key in the spec's configuration to the value the Lakeflow pipeline "
+            "gave it (the pipeline's settings, configuration), or give spark.conf.get a "
+            "default in the code and delete the key",
+        ),
         # -- the project's local Spark server (run, dry-run, serve) --
         ErrorSpec(
             "SDPX-SRV-501",

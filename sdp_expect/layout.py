@@ -13,7 +13,10 @@ files alone, without Spark:
   folder (``CREATE OR REFRESH``, ``LIVE``, ``CONSTRAINT ... EXPECT`` or an
   ``sdp_expect.*`` property: what the SQL reader of :mod:`sdp_expect.dbsql`
   translates): open-source SDP would refuse it, or register it without its
-  expectations: SDPX-PRJ-402.
+  expectations: SDPX-PRJ-402;
+- a setting of the spec's ``configuration`` still holding the placeholder that
+  ``sdp-expect migrate`` wrote for a ``spark.conf.get(key)`` without a default
+  (:data:`~sdp_expect.project.UNSET_VALUE`): SDPX-PRJ-403.
 
 The recommended layout keeps rule files and Databricks SQL folders beside
 ``transformations/``, not in it (docs/rule-files.md#where-rule-files-live).
@@ -26,7 +29,7 @@ from pathlib import Path
 from sdp_expect.dbsql.parse import check
 from sdp_expect.dbsql.statements import DatasetStatement
 from sdp_expect.errors import Location, SdpExpectError
-from sdp_expect.project import library_files
+from sdp_expect.project import UNSET_VALUE, UsageProblem, library_files, load_project
 from sdp_expect.text_files import TextFileProblem, read_text
 
 __all__ = ["RULE_FILE_SUFFIXES", "layout_problems"]
@@ -47,6 +50,18 @@ def layout_problems(spec: Path) -> list[SdpExpectError]:
     """
     problems: list[SdpExpectError] = []
     folder = spec.parent
+    try:
+        configuration = load_project(spec).configuration
+    except UsageProblem:
+        configuration = {}  # an unreadable spec is reported where it is read
+    unset = [key for key, value in configuration.items() if value == UNSET_VALUE]
+    lines = _configuration_lines(spec) if unset else {}
+    for key in unset:
+        problems.append(SdpExpectError(
+            "SDPX-PRJ-403",
+            f"configuration {key} is {UNSET_VALUE!r}, the placeholder sdp-expect migrate "
+            f"wrote for a spark.conf.get({key!r}) without a default: the pipeline would "
+            "run with it as the value", location=Location(spec.name, lines.get(key))))
     for file in library_files(spec):
         shown = file.relative_to(folder).as_posix() if file.is_relative_to(folder) else str(file)
         suffix = file.suffix.lower()
@@ -65,6 +80,23 @@ def layout_problems(spec: Path) -> list[SdpExpectError]:
                 "register it as open-source SQL, which refuses its Databricks statements or "
                 "runs them without their expectations", location=Location(shown)))
     return problems
+
+
+def _configuration_lines(spec: Path) -> dict[str, int]:
+    """The 1-based line of each key of the spec's ``configuration`` (YAML's own nodes)."""
+    import yaml
+
+    try:
+        root = yaml.compose(spec.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return {}
+    lines: dict[str, int] = {}
+    if isinstance(root, yaml.MappingNode):
+        for key_node, value_node in root.value:
+            if key_node.value == "configuration" and isinstance(value_node, yaml.MappingNode):
+                for setting, _ in value_node.value:
+                    lines[str(setting.value)] = setting.start_mark.line + 1
+    return lines
 
 
 def _is_databricks_sql(file: Path) -> bool:

@@ -14,6 +14,7 @@ from typing import Any, Mapping, Optional
 
 __all__ = [
     "SPEC_FILE_NAMES",
+    "UNSET_VALUE",
     "Project",
     "UsageProblem",
     "find_spec",
@@ -26,6 +27,12 @@ __all__ = [
 
 SPEC_FILE_NAMES = ("spark-pipeline.yaml", "spark-pipeline.yml")
 """The spec file names ``spark-pipelines`` looks for."""
+
+UNSET_VALUE = "<set me>"
+"""The value ``sdp-expect migrate`` writes for a setting that the code reads with
+``spark.conf.get(key)`` and no default when the Databricks project does not say it: a
+placeholder that ``run``, ``dry-run`` and ``validate`` refuse (SDPX-PRJ-403), so that no
+pipeline runs with it."""
 
 
 class UsageProblem(Exception):

@@ -29,6 +29,7 @@ columns, ``describe`` or ``transpose``). No request is sent to Spark.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
@@ -390,13 +391,13 @@ def _quoted(name: str) -> str:
 
 
 def _literal_value(literal: Any) -> Optional[object]:
-    """The Python value of a fill value (long, double, string, boolean), or None."""
+    """The Python value of a fill value (long, double, NaN and infinities included,
+    string, boolean), or None."""
     kind = literal.WhichOneof("literal_type")
     if kind in ("long", "integer", "short", "byte", "string", "boolean"):
         return getattr(literal, kind)  # type: ignore[no-any-return]
     if kind in ("double", "float"):
-        value = float(getattr(literal, kind))
-        return value if value == value and abs(value) != float("inf") else None
+        return float(getattr(literal, kind))
     return None
 
 
@@ -422,8 +423,13 @@ def _missing(column: str) -> str:
 def _filled(column: str, value: object, by_kind: bool) -> str:
     """SQL for ``column`` with its missing values replaced by ``value`` cast to its type."""
     name = _quoted(column)
-    as_column_type = (f"variant_get(parse_json({_sql_string(json.dumps(value))}), '$', "
-                      f"typeof({name}))")
+    if isinstance(value, float) and not math.isfinite(value):
+        # JSON has no NaN or infinity: the double itself as a variant.
+        text = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        variant = f"CAST(CAST('{text}' AS DOUBLE) AS VARIANT)"
+    else:
+        variant = f"parse_json({_sql_string(json.dumps(value))})"
+    as_column_type = f"variant_get({variant}, '$', typeof({name}))"
     filled = f"CASE WHEN {_missing(column)} THEN {as_column_type} ELSE {name} END"
     if not by_kind:
         return filled

@@ -106,6 +106,7 @@ __all__ = [
     "parse",
     "parse_dataset_rule_message",
     "quote",
+    "record_sql",
 ]
 
 TAG = "[EXPECTATION_VIOLATION]"
@@ -115,8 +116,19 @@ _NAMES = " failed to meet the expectation. Violated expectations: "
 _SEPARATOR = ", "
 _RECORD = ". Output record: '"
 _END = "'."
-RECORD_SQL = "to_json(struct(*), map('ignoreNullFields', 'false'))"
+_JSON_OPTIONS = "map('ignoreNullFields', 'false')"
+RECORD_SQL = f"to_json(struct(*), {_JSON_OPTIONS})"
 """The record in the message: every column, nulls included, as one JSON object."""
+
+
+def record_sql(struct_column: Optional[str] = None) -> str:
+    """The record in the message as SQL: :data:`RECORD_SQL`, or, where the record is one
+    struct column of the relation (``_sdpx_rec`` beside the key rules' columns,
+    docs/dataset-rules.md), that struct alone, so that the message shows the record's
+    own columns and nothing sdp-expect added."""
+    if struct_column is None:
+        return RECORD_SQL
+    return f"to_json({struct_column}, {_JSON_OPTIONS})"
 
 _ESCAPED_CATEGORIES = frozenset({"Cc", "Cs", "Zl", "Zp"})
 """Characters written as ``\\uXXXX`` in a quoted name: controls, surrogates, line breaks."""
@@ -180,17 +192,19 @@ def format_message(violation: Violation) -> str:
             f"{_RECORD}{violation.record}{_END}")
 
 
-def message_sql(dataset: str, checks: Sequence[tuple[str, str]]) -> str:
+def message_sql(dataset: str, checks: Sequence[tuple[str, str]],
+                record: str = RECORD_SQL) -> str:
     """The SQL expression (STRING) of the message for the current record.
 
     :param dataset: The dataset the flow writes.
     :param checks: Per fail expectation, in declaration order: the SQL condition that is
         TRUE when the record violates it (never NULL), and its name.
+    :param record: The SQL of the record's JSON text (:func:`record_sql`).
     """
     names = ", ".join(f"CASE WHEN {condition} THEN {sql_string(quote(name))} END"
                       for condition, name in checks)
     return (f"concat({sql_string(_head(dataset))}, concat_ws({sql_string(_SEPARATOR)}, {names}), "
-            f"{sql_string(_RECORD)}, {RECORD_SQL}, {sql_string(_END)})")
+            f"{sql_string(_RECORD)}, {record}, {sql_string(_END)})")
 
 
 # --------------------------------------------------------------------------- tolerances

@@ -3,6 +3,7 @@ real SDP runs, against a Python oracle."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 from collections import Counter
 from pathlib import Path
@@ -20,7 +21,12 @@ from test_no_analysis import watched_rpcs
 from sdp_expect import pipelines as dp
 from sdp_expect.errors import SdpExpectError
 from sdp_expect.model import Action, parse_tolerance
-from sdp_expect.violation import TolerancePart, format_tolerance_message
+from sdp_expect.violation import (
+    TolerancePart,
+    Violation,
+    format_message,
+    format_tolerance_message,
+)
 
 SCHEMA = "id INT, a INT, b STRING, amount INT"
 REF_SCHEMA = "a INT, b STRING"
@@ -112,19 +118,40 @@ def test_a_reference_to_a_pipeline_dataset_waits_for_it_and_passes_null_keys(
     assert result.flow_state("orders") == "COMPLETED"
 
 
-def test_a_fail_key_rule_stops_the_update(make_pipeline: MakePipeline) -> None:
+@pytest.mark.parametrize("failing", ["unique", "references", "constraint"])
+def test_a_failing_rule_beside_key_rules_stops_the_update_showing_the_record_s_own_columns(
+        make_pipeline: MakePipeline, failing: str) -> None:
+    # Key rules add their flags and the record's struct to each record (the prepared
+    # relation): the violation line shows the record as the query gave it, nothing more.
+    rules: dict[str, Any] = {"unique": dp.unique("a", "b"),
+                             "references": dp.references("customers", "a", "b"),
+                             "constraint": "amount < 3"}
+
     def define(spark: SparkSession) -> None:
         @dp.materialized_view
-        @dp.expect_or_fail("once", dp.unique("a", "b"))
+        def customers() -> DataFrame:
+            return spark.read.table("customers_src")
+
+        @dp.materialized_view
+        @dp.expect("known", dp.references("customers", "a"))
+        @dp.expect_or_fail("once", rules[failing])
         def orders() -> DataFrame:
             return spark.read.table("src")
 
     pipeline = make_pipeline(define)
     pipeline.create_table("src", [(1, 1, "x", 1), (2, 1, "x", 2), (3, 1, None, 3)], SCHEMA)
+    pipeline.create_table("customers_src", [(1, "y")], REF_SCHEMA)
     result = pipeline.run()
     assert not result.ok
-    assert "[EXPECTATION_VIOLATION]" in result.output and "'once'" in result.output
     assert result.flow_state("orders") == "FAILED"
+    violators: dict[str, list[Row]] = {"unique": [(1, 1, "x", 1), (2, 1, "x", 2)],
+                                       "references": [(1, 1, "x", 1), (2, 1, "x", 2)],
+                                       "constraint": [(3, 1, None, 3)]}
+    violating = violators[failing]
+    lines = [format_message(Violation("orders", ("once",), json.dumps(
+        dict(zip(("id", "a", "b", "amount"), row, strict=True)), separators=(",", ":"))))
+        for row in violating]
+    assert any(line in result.output for line in lines), result.output
 
 
 def test_a_misspelt_key_column_or_unknown_reference_fails_that_rule_s_check_view(

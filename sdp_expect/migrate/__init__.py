@@ -68,6 +68,7 @@ from sdp_expect.migrate.result import (
 from sdp_expect.migrate.sources import SCHEMA_INFERENCE, DataRoots, all_roots
 from sdp_expect.migrate.sql_files import is_pipeline_sql, read_sql, scan_sql, sql_findings
 from sdp_expect.migrate.sql_sources import dataset_name, path_expression, rewrite_sql_sources
+from sdp_expect.project import UNSET_VALUE
 
 __all__ = [
     "CHANGED",
@@ -134,6 +135,28 @@ def _spec_text(result: MigrationResult, src: Path, configuration: dict[str, str]
               "# `storage` must be an absolute URI: change it if you move the project.\n"
               "# `libraries` names each pipeline file; add new files here.\n")
     return header + str(yaml.safe_dump(data, sort_keys=False, default_flow_style=False))
+
+
+def _settings_read(facts: ProjectFacts, configuration: dict[str, str],
+                   settings_file: Optional[str], result: MigrationResult) -> None:
+    """The pipeline settings the code reads with ``spark.conf.get(key)`` and no default:
+    carried from the project's settings where they set the key, else written into the
+    spec as :data:`~sdp_expect.project.UNSET_VALUE`, which ``sdp-expect run`` refuses
+    (SDPX-PRJ-403) until the user sets it, and reported at every line that reads it."""
+    for key, uses in facts.settings_read.items():
+        if key in configuration:
+            continue
+        configuration[key] = UNSET_VALUE
+        where = (f"{settings_file} does not set it" if settings_file
+                 else "the project has no pipeline settings (bundle or pipeline JSON)")
+        for file, line in uses:
+            result.findings.append(Finding(
+                NOT_CONVERTED, file, line,
+                f"spark.conf.get({key!r}) has no default and {where}: {SPEC_FILE} now has "
+                f"configuration {key}: {UNSET_VALUE!r}. Fix: set it to the value the "
+                "Lakeflow pipeline gave this parameter (its configuration), or give "
+                "spark.conf.get a default; sdp-expect run refuses the placeholder "
+                "(SDPX-PRJ-403)"))
 
 
 def _include_text(sql_files: list[str], include_dir: str) -> str:
@@ -339,6 +362,7 @@ def migrate(src: Path, dst: Path, *, name: Optional[str] = None,
                                            f"put the files of {root} in {configuration[key]}, "
                                            f"or set {key} in {SPEC_FILE} to where they are "
                                            "(or give migrate --data-root)"))
+    _settings_read(facts, configuration, bundle.get("file"), result)
     extra.append((SPEC_FILE, _spec_text(result, src, configuration, libraries).encode("utf-8")))
     result.configuration = configuration
     result.findings.append(Finding(CHANGED, SPEC_FILE, None, f"written: pipeline "

@@ -1,5 +1,7 @@
-"""The pipeline of a Databricks Asset Bundle in the source project: its name and
-configuration carried over, every other setting reported with its line.
+"""The pipeline settings of the source project, from a Databricks Asset Bundle (its
+first pipeline) or else a pipeline settings JSON file (what the Lakeflow pipeline's
+"JSON" view and ``databricks pipelines get`` give): the name and configuration carried
+over, every other setting reported (with its line in a bundle).
 """
 
 from __future__ import annotations
@@ -14,6 +16,13 @@ __all__ = ["read_bundle"]
 
 
 _BUNDLE_KEPT = {"name", "configuration", "libraries"}
+_JSON_MARKS = {"libraries", "clusters", "pipeline_type", "continuous", "development",
+               "channel", "edition", "serverless", "photon"}
+"""Keys of which a pipeline settings JSON file has at least one beside ``configuration``
+(a rule file, also JSON, has none of them)."""
+_JSON_IGNORED = {"id", "pipeline_id", "spec", "creator_user_name", "last_modified",
+                 "run_as_user_name", "state", "cluster_id"}
+"""Keys of ``databricks pipelines get`` that describe the pipeline, not set it."""
 _BUNDLE_HINTS = {
     "catalog": "Unity Catalog: the tables go to the local catalog's default database; set "
                "`catalog:`/`database:` in spark-pipeline.yml for others (create them first)",
@@ -35,7 +44,45 @@ def _node_get(node: Any, key: str) -> tuple[Any, Any]:
 
 
 def read_bundle(src: Path, result: MigrationResult) -> dict[str, Any]:
-    """The first pipeline of a Databricks Asset Bundle in ``src``: name, configuration."""
+    """The pipeline settings of ``src``: ``file``, ``name`` and ``configuration`` of the
+    first pipeline of a Databricks Asset Bundle, else of a pipeline settings JSON file;
+    empty when there is neither."""
+    return _read_yaml_bundle(src, result) or _read_settings_json(src, result)
+
+
+def _read_settings_json(src: Path, result: MigrationResult) -> dict[str, Any]:
+    import json
+
+    for path in sorted(src.rglob("*.json")):
+        if any(part in SKIPPED_FOLDERS for part in path.relative_to(src).parts):
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("spec"), dict):
+            data = data["spec"]  # `databricks pipelines get` wraps the settings
+        if not (isinstance(data, dict) and isinstance(data.get("configuration"), dict)
+                and _JSON_MARKS & set(data)):
+            continue
+        rel = path.relative_to(src).as_posix()
+        found: dict[str, Any] = {"file": rel, "configuration": {
+            str(k): setting_text(v) for k, v in data["configuration"].items()}}
+        if "name" in data:
+            found["name"] = str(data["name"])
+        for setting in data:
+            if setting in _BUNDLE_KEPT or setting in _JSON_IGNORED:
+                continue
+            hint = _BUNDLE_HINTS.get(str(setting), "a Databricks pipeline setting with no "
+                                     "open-source SDP equivalent")
+            result.findings.append(Finding(NOT_CONVERTED, rel, None,
+                                           f"pipeline setting `{setting}` not carried over: "
+                                           f"{hint}"))
+        return found
+    return {}
+
+
+def _read_yaml_bundle(src: Path, result: MigrationResult) -> dict[str, Any]:
     import yaml
 
     candidates = sorted(p for p in src.rglob("*.y*ml")

@@ -92,11 +92,15 @@ class ProjectFacts:
     :param datasets: The names of the pipeline's datasets (Python and SQL).
     :param roots: The Databricks data roots and their settings.
     :param configuration: Pipeline settings the rewritten code needs.
+    :param settings_read: Per pipeline setting that the code reads with
+        ``spark.conf.get(key)`` and no default (a Lakeflow pipeline parameter), where:
+        ``(file, line)`` of each read, in the order found.
     """
 
     datasets: set[str]
     roots: DataRoots
     configuration: dict[str, str] = field(default_factory=dict)
+    settings_read: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
 
 def dataset_names(tree: ast.Module) -> set[str]:
@@ -190,9 +194,21 @@ class PythonRewriter:
     # ------------------------------------------------------------------ calls
     def _call(self, node: ast.Call) -> None:
         func = node.func
+        if isinstance(func, ast.Name) and func.id == "expr":  # from ...functions import expr
+            for given in [*node.args, *[k.value for k in node.keywords]]:
+                if isinstance(given, ast.Constant) and isinstance(given.value, str):
+                    self._databricks_functions(given, given.value)
+            return
         if not isinstance(func, ast.Attribute):
             return
         first = _constant(node.args[0]) if node.args else None
+        if (func.attr == "get" and isinstance(func.value, ast.Attribute)
+                and func.value.attr == "conf" and len(node.args) == 1 and not node.keywords
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)):
+            # spark.conf.get(key) without a default: the pipeline must set the key.
+            self.facts.settings_read.setdefault(node.args[0].value, []).append(
+                (self.file, getattr(node, "lineno", 0)))
         if func.attr == "format" and first is not None:
             if first.lower() == "cloudfiles":
                 self._auto_loader(node)

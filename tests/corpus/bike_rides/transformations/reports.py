@@ -21,7 +21,8 @@ def station_daily_flow() -> DataFrame:
     )
     flows = departures.join(arrivals, ["station_id", "ride_date"], "full")
     return flows.join(
-        spark.read.table("stations").select("station_id", "station_name"), "station_id", "left"
+        spark.read.table("stations").dropDuplicates(["station_id"]).drop("capacity"),
+        "station_id", "left"
     ).select(
         "station_id",
         "station_name",
@@ -36,6 +37,7 @@ def station_daily_flow() -> DataFrame:
 def member_usage() -> DataFrame:
     return (
         spark.read.table("rides_clean")
+        .drop("bike_type", "start_station", "end_station")
         .groupBy("member_type")
         .agg(
             F.count("*").alias("rides"),

@@ -24,17 +24,16 @@ def applications() -> DataFrame:
 def risk_scores() -> DataFrame:
     scored = spark.read.table("applications").join(
         spark.read.table("bureau_scores"), "applicant_id", "left")
-    return scored.selectExpr(
-        "application_id",
-        "applicant_id",
-        "region",
-        "requested_amount",
-        "annual_income",
-        "credit_score",
-        "delinquencies",
-        "requested_amount * 100 div nullif(annual_income, 0) AS debt_to_income_pct",
-        "CASE WHEN credit_score >= 720 AND delinquencies = 0 THEN 'low' "
-        "WHEN credit_score >= 640 THEN 'medium' ELSE 'high' END AS risk_band",
+    return (
+        scored.withColumn("debt_to_income_pct",
+                          F.expr("requested_amount * 100 div nullif(annual_income, 0)"))
+        .withColumn("risk_band", F.expr(
+            "CASE WHEN credit_score >= 720 AND delinquencies = 0 THEN 'low' "
+            "WHEN credit_score >= 640 THEN 'medium' ELSE 'high' END"))
+        .drop("purpose", "submitted_on")
+        .select("application_id", "applicant_id", "region", "requested_amount",
+                "annual_income", "credit_score", "delinquencies", "debt_to_income_pct",
+                "risk_band")
     )
 
 

@@ -20,14 +20,12 @@ def loan_balances():
     return (
         dlt.read("loans_clean")
         .join(paid, "loan_id", "left")
-        .select(
-            "loan_id",
-            "member_id",
-            "loan_amount",
-            F.coalesce(F.col("paid"), F.lit(0)).alias("total_paid"),
-            F.coalesce(F.col("payments"), F.lit(0)).alias("payment_count"),
-            (F.col("loan_amount") - F.coalesce(F.col("paid"), F.lit(0))).alias("outstanding"),
-        )
+        .fillna({"paid": 0, "payments": 0})
+        .withColumnRenamed("paid", "total_paid")
+        .withColumnsRenamed({"payments": "payment_count"})
+        .withColumn("outstanding", F.col("loan_amount") - F.col("total_paid"))
+        .select("loan_id", "member_id", "loan_amount", "total_paid", "payment_count",
+                "outstanding")
     )
 
 

@@ -106,7 +106,7 @@ def station_latest():
     latest = status.groupBy("station_id").agg(F.max("reported_at").alias("reported_at"))
     return (
         status.join(latest, ["station_id", "reported_at"], "inner")
-        .join(dlt.read("station_info"), "station_id", "left")
+        .join(dlt.read("station_info").dropDuplicates(["station_id"]), "station_id", "left")
         .select(
             "station_id",
             "name",
