@@ -117,6 +117,21 @@ def test_a_rule_file_in_json_is_not_taken_for_pipeline_settings(tmp_path: Path) 
     assert result.name == "src"
 
 
+def one_dataset(body: str, decorator: str = "dp.expect('fine', 'true')") -> str:
+    """A pipeline file of one materialized view: ``decorator`` on line 6, ``body`` on 8."""
+    return ("from pyspark import pipelines as dp\n"
+            "from pyspark.sql import functions as F\n"
+            "from pyspark.sql.functions import expr\n\n"
+            "@dp.materialized_view\n"
+            f"@{decorator}\n"
+            f"def out():\n    {body}\n")
+
+
+def migrated_findings(tmp_path: Path, code: str) -> dict[tuple[str, Any], str]:
+    src = project(tmp_path, {"transformations/out.py": code})
+    return findings(migrate(src, tmp_path / "dst"), NOT_CONVERTED)
+
+
 SQL_TEXT_FORMS = {
     "expr": 'return spark.read.table("src").select(expr("{call}"))',
     "F.expr": 'return spark.read.table("src").select(F.expr("{call}"))',
@@ -131,16 +146,9 @@ SQL_TEXT_FORMS = {
 @pytest.mark.parametrize("function", ["ai_classify", "h3_longlatash3", "secret"])
 def test_a_databricks_only_function_in_sql_text_is_reported_with_its_line(
         tmp_path: Path, form: str, function: str) -> None:
-    call = f"{function}(a, 'b')"
-    code = (f"from pyspark import pipelines as dp\n"
-            f"from pyspark.sql import functions as F\n"
-            f"from pyspark.sql.functions import expr\n\n"
-            f"@dp.materialized_view\n"
-            f"def out():\n"
-            f"    {SQL_TEXT_FORMS[form].format(call=call)}\n")
-    src = project(tmp_path, {"transformations/out.py": code})
-    missing = findings(migrate(src, tmp_path / "dst"), NOT_CONVERTED)
-    message = missing[("transformations/out.py", 7)]
+    body = SQL_TEXT_FORMS[form].format(call=f"{function}(a, 'b')")
+    missing = migrated_findings(tmp_path, one_dataset(body))
+    message = missing[("transformations/out.py", 8)]
     assert f"{function}() in" in message and "UNRESOLVED_ROUTINE" in message
     assert DATABRICKS_ONLY_SQL_FUNCTIONS[function] in message
 
@@ -153,14 +161,9 @@ def test_a_databricks_only_function_in_sql_text_is_reported_with_its_line(
 ])
 def test_a_databricks_only_function_in_an_expectation_is_reported_with_its_line(
         tmp_path: Path, decorator: str) -> None:
-    code = (f"from pyspark import pipelines as dp\n\n"
-            f"@dp.materialized_view\n"
-            f"@{decorator}\n"
-            f"def out():\n"
-            f"    return spark.read.table('src')\n")
-    src = project(tmp_path, {"transformations/out.py": code})
-    missing = findings(migrate(src, tmp_path / "dst"), NOT_CONVERTED)
-    assert "ai_classify() in" in missing[("transformations/out.py", 4)]
+    missing = migrated_findings(tmp_path, one_dataset("return spark.read.table('src')",
+                                                      decorator))
+    assert "ai_classify() in" in missing[("transformations/out.py", 6)]
 
 
 def test_a_column_or_a_method_of_the_same_name_is_not_a_function_call(tmp_path: Path) -> None:
