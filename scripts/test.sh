@@ -30,7 +30,7 @@ if [[ ${1-} == --all ]]; then
 fi
 newest=">=4.3,<5"
 cold="tests/test_cli_e2e.py::test_example_dry_run_passes"  # a cold run of the example
-middle="tests/test_versions.py tests/test_companions.py tests/test_streaming.py tests/test_history.py $cold"
+middle="tests/test_versions.py tests/test_early_binding.py tests/test_routing_properties.py tests/test_corpus.py tests/test_companions.py tests/test_streaming.py tests/test_history.py $cold"
 if [[ $mode == fast ]]; then
   default="$newest@pure or graph@explicit@@shared"
 else

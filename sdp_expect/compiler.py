@@ -17,7 +17,9 @@ The meaning of a rule, in one place:
   ``[EXPECTATION_VIOLATION] ...``; the check and the drop filter are one
   ``CASE`` expression that references every column of the record, so the
   optimizer cannot push the drop filter (or an inferred ``isnotnull``, a
-  parquet filter or partition pruning) below the fail check;
+  parquet filter or partition pruning) below the fail check, and the check is a filter
+  Spark neither combines with nor pushes below the query's own (:data:`CHECK_BARRIER`),
+  so it sees the query's records and no other;
 * a fail or drop rule with a tolerance (``max_failed``) fails the flow with
   ``[EXPECTATION_TOLERANCE_EXCEEDED] ...`` when its violations over all the
   records the query produces exceed it: a one-row aggregate over the same query,
@@ -142,6 +144,17 @@ def _embedded(constraint: str) -> str:
     return f"({constraint}\n)" if "--" in constraint else f"({constraint})"
 
 
+CHECK_BARRIER = "spark_partition_id() >= 0"
+"""Always TRUE, and not deterministic to Spark's optimizer: in the fail check's CASE, it
+keeps the check a filter of its own above the query's filters. Spark combines adjacent
+deterministic filters into one conjunction, ``query_filter AND check``, and a
+conjunction whose left side is NULL evaluates its right side: without codegen (for
+example, a table of more than ``spark.sql.codegen.maxFields`` columns) the check would
+then raise for a record the query's own filter left out with a NULL result. A
+nondeterministic filter is neither combined with the one below it nor pushed below
+it, so the check sees exactly the query's records."""
+
+
 class RuleLogic:
     """The Spark logic of one dataset's expectations.
 
@@ -198,13 +211,16 @@ class RuleLogic:
         """``value``, or the violation error for a record that violates a fail rule.
 
         Evaluating the fail check and ``value`` in one CASE is what keeps the
-        optimizer from filtering a record out before the check sees it.
+        optimizer from filtering a record out before the check sees it. The CASE
+        also holds :data:`CHECK_BARRIER`, which keeps it from reaching a record the
+        query itself filtered out.
         """
         fail_rules = self._stopping()
         if not fail_rules:
             return value
         violated = _any([self.violates(e) for e in fail_rules])
-        return f"CASE WHEN {violated} THEN {self.violation_error()} ELSE {value} END"
+        return (f"CASE WHEN {CHECK_BARRIER} AND {violated} THEN {self.violation_error()} "
+                f"ELSE {value} END")
 
     def failed_names(self) -> str:
         """ARRAY<STRING>: names of the warn and drop rules the record violated, in order."""

@@ -503,6 +503,13 @@ def retail_orders(landing: Path) -> Expected:
         {**r, "orders": coalesce(r["orders"], 0)}
         for r in join([{"customer_id": c["customer_id"], "name": c["name"]} for c in customers],
                       per_customer, ["customer_id"], "full")])
+    out.expect("order_lines_export", ["order_id", "sku", "qty", "line_total_cents"], [
+        {"order_id": i["order_id"], "sku": i["sku"], "qty": i["quantity"],
+         "line_total_cents": None if i["line_total"] is None else int(i["line_total"] * 100)}
+        for i in items], [
+        drop("order known", "order_id IS NOT NULL", lambda r: not_null(r["order_id"])),
+        warn("regular quantity", "qty < 10", lambda r: cmp(r["qty"], "<", 10)),
+    ], quarantine=False, streaming=True)
     return out
 
 
@@ -540,6 +547,15 @@ def iot_devices(landing: Path) -> Expected:
         join(hot, devices, ["device_id"], "inner"), ["site"], {
             "hot_readings": len,
             "max_temperature_c": lambda rs: sql_max(r["temperature_c"] for r in rs)}))
+    levels = {(r["device_id"], -1 if r["battery_pct"] is None else r["battery_pct"],
+               r["reading_date"]) for r in readings}  # fillna, drop, dropDuplicates
+    out.expect("device_battery", ["device_id", "battery_level", "reading_date", "low_battery"], [
+        {"device_id": d, "battery_level": b, "reading_date": day, "low_battery": b < 20}
+        for d, b, day in levels], [
+        drop("battery level reported", "battery_level >= 0",
+             lambda r: cmp(r["battery_level"], ">=", 0)),
+        warn("battery not low", "NOT low_battery", lambda r: not r["low_battery"]),
+    ], quarantine=False, streaming=False)
     return out
 
 

@@ -3,8 +3,8 @@
 * Two projects run at the same time on one machine: each run starts a server of
   its own on a free port, neither waits for the other.
 * ``sdp-expect serve`` keeps a project's server warm: a re-run uses it and writes
-  the same tables as a cold run (compared through Spark with chispa); after an
-  edit the warm run runs the new code; ``report`` reads through the server.
+  the same tables as a cold run (the first project's, above; compared through Spark
+  with chispa); after an edit the warm run runs the new code; ``report`` reads through the server.
 
 The fast checks of the same machinery, without Spark, are in test_local_server.py.
 """
@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,16 +67,36 @@ def alive(pid: int) -> bool:
     return True
 
 
-@NEWEST_LINE
-def test_two_projects_run_at_the_same_time(tmp_path: Path) -> None:
-    projects = [example_copy(tmp_path / name) for name in ("first", "second")]
+@dataclass(frozen=True)
+class ColdPair:
+    """Two copies of the example, run cold at the same time (``sdp-expect run``)."""
+
+    projects: list[Path]
+    outputs: list[tuple[int, str, str]]  # exit status, stdout, stderr
+    seconds: float  # the wall time of both
+
+
+@pytest.fixture(scope="module")
+def cold_pair(tmp_path_factory: pytest.TempPathFactory) -> ColdPair:
+    """The module's cold runs: both tests start from them (the warm test from the first
+    project's), so the example is run cold here twice at once, not once more alone."""
+    root = tmp_path_factory.mktemp("parallel")
+    projects = [example_copy(root / name) for name in ("first", "second")]
+    began = time.monotonic()
     runs = [subprocess.Popen([sdp_expect_script(), "run", "--format", "json"], cwd=project,
                              env=user_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True) for project in projects]
-    outputs = [run.communicate(timeout=900) for run in runs]
+    outputs = [(run, *run.communicate(timeout=900)) for run in runs]
+    return ColdPair(projects, [(run.returncode, out, err) for run, out, err in outputs],
+                    time.monotonic() - began)
+
+
+@NEWEST_LINE
+def test_two_projects_run_at_the_same_time(cold_pair: ColdPair) -> None:
+    projects = cold_pair.projects
     documents = []
-    for run, (out, err) in zip(runs, outputs, strict=True):
-        assert run.returncode == 0, out + err
+    for code, out, err in cold_pair.outputs:
+        assert code == 0, out + err
         assert "waiting" not in err
         documents.append(json.loads(out))
     first, second = documents
@@ -117,13 +138,11 @@ def read_tables(spark: SparkSession) -> dict[str, Any]:
 
 
 @NEWEST_LINE
-def test_a_warm_run_writes_what_a_cold_run_writes(tmp_path: Path) -> None:
-    project = example_copy(tmp_path)
-    began = time.monotonic()
-    cold = sdp_expect("run", "--format", "json", cwd=project)
-    cold_seconds = time.monotonic() - began
-    assert cold.returncode == 0, cold.stdout + cold.stderr
-    cold_run = json.loads(cold.stdout)
+def test_a_warm_run_writes_what_a_cold_run_writes(cold_pair: ColdPair) -> None:
+    project = cold_pair.projects[0]
+    code, out, err = cold_pair.outputs[0]
+    assert code == 0, out + err
+    cold_run = json.loads(out)
     assert cold_run["server"]["warm"] is False and summary(cold_run) == EXPECTED
     served = sdp_expect("serve", "--background", cwd=project)
     assert served.returncode == 0, served.stdout + served.stderr
@@ -180,4 +199,4 @@ def test_a_warm_run_writes_what_a_cold_run_writes(tmp_path: Path) -> None:
         stopped = sdp_expect("serve", "--stop", cwd=project)
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
     assert not alive(record.pid) and read_record(project) is None
-    print(f"cold run {cold_seconds:.1f} s, warm re-run {warm_seconds:.1f} s")
+    print(f"two cold runs at once {cold_pair.seconds:.1f} s, warm re-run {warm_seconds:.1f} s")
