@@ -234,15 +234,20 @@ def evaluate_query(func: Callable[[], DataFrame], flow_name: str, *,
             stack.enter_context(block_spark_connect_execution_and_analysis())
         stack.enter_context(_call_sites(sites))
         query = func()
-    query = routed(query)
+    query = routed(query, flow_name)
     check_reads(query, reader or flow_name, where, sites)
     return query
 
 
-def routed(query: DataFrame) -> DataFrame:
+def routed(query: DataFrame, flow_name: str) -> DataFrame:
     """``query`` with its early-bound reads made to wait (:mod:`sdp_expect.routing`): the
     route views it needs are registered in the graph, and the query is returned over the
-    rewritten plan (``query`` itself when nothing needed rewriting)."""
+    rewritten plan (``query`` itself when nothing needed rewriting).
+
+    The definitions file records which route views flow ``flow_name`` reads and the table
+    each stands for, so that ``sdp-expect run`` names the user's flow and table, never a
+    route view, when a read fails (:class:`sdp_expect.cli.run_output.ChildOutput`).
+    """
     relation = _relation(query)
     if relation is None:
         return query
@@ -252,6 +257,8 @@ def routed(query: DataFrame) -> DataFrame:
         _register_route_view(view, query.sparkSession)
     if rewritten is relation:
         return query
+    record_definition({"kind": "route", "flow": flow_name,
+                       "views": router.views_read(rewritten)})
     return _over(rewritten, query.sparkSession)
 
 

@@ -85,11 +85,14 @@ class RouteView:
     :param name: The view's name (:data:`ROUTE_PREFIX`...).
     :param relation: The view's query, a Spark Connect ``Relation`` message.
     :param streaming: Whether the view is read as a stream.
+    :param reads: The table the view stands for, as the user's code names it (through
+        route views over route views, the innermost read); ``None`` for SQL text.
     """
 
     name: str
     relation: Any
     streaming: bool
+    reads: Optional[str] = None
 
 
 @dataclass
@@ -102,12 +105,51 @@ class Router:
     spark_version: Optional[str] = None
     views: dict[bytes, RouteView] = field(default_factory=dict)
     _new: list[RouteView] = field(default_factory=list)
+    _sql_views: dict[str, str] = field(default_factory=dict)
+    """SQL text this router wrote over a route view -> that view's name."""
     _drops: int = 0
 
     def take_new(self) -> list[RouteView]:
         """The route views made since the last call, for the caller to register."""
         new, self._new = self._new, []
         return new
+
+    def views_read(self, relation: Any) -> dict[str, Optional[str]]:
+        """The route views ``relation`` reads, directly or through other route views, each
+        with the table it stands for (:attr:`RouteView.reads`)."""
+        by_name = {view.name: view for view in self.views.values()}
+        found: dict[str, Optional[str]] = {}
+        pending = [relation]
+        while pending:
+            for message in messages(pending.pop()):
+                view = by_name.get(self._view_name_read(message) or "")
+                if view is not None and view.name not in found:
+                    found[view.name] = view.reads
+                    pending.append(view.relation)
+        return found
+
+    def _view_name_read(self, message: Any) -> Optional[str]:
+        """The route view that ``message`` reads (a table read, or SQL text this router
+        wrote over a view), if it reads one."""
+        if message.DESCRIPTOR.name == "SQL":
+            return self._sql_views.get(message.query)
+        if message.DESCRIPTOR.name == "NamedTable":
+            name = str(message.unparsed_identifier).strip("`")
+            return name if is_route_name(name) else None
+        return None
+
+    def _table_read(self, query: Any) -> Optional[str]:
+        """The table a new route view of ``query`` stands for (:attr:`RouteView.reads`)."""
+        by_name = {view.name: view for view in self.views.values()}
+        for message in messages(query):
+            inner = by_name.get(self._view_name_read(message) or "")
+            if inner is not None:
+                return inner.reads
+            if message.DESCRIPTOR.name == "SQL":
+                return None
+            if message.DESCRIPTOR.name == "NamedTable":
+                return str(message.unparsed_identifier)
+        return None
 
     def route(self, relation: Any) -> Any:
         """A copy of ``relation`` in which every early-binding method that can be made to
@@ -180,7 +222,7 @@ class Router:
         view = self.views.get(key)
         if view is None:
             view = RouteView(f"{ROUTE_PREFIX}{_label(query)}_{len(self.views) + 1}", query,
-                             streaming)
+                             streaming, self._table_read(query))
             self.views[key] = view
             self._new.append(view)
         return view
@@ -292,6 +334,7 @@ class Router:
         if plan_id is not None:
             relation.common.plan_id = plan_id
         relation.sql.query = text(f"STREAM({name})" if streaming else name)
+        self._sql_views[relation.sql.query] = view.name
 
 
 _REWRITES: dict[str, Callable[[Router, Any, Any], None]] = {

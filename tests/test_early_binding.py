@@ -144,10 +144,25 @@ def _streaming_read(spark: SparkSession) -> DataFrame:
     return spark.readStream.table("bronze_st")
 
 
+# The streaming rows of methods that work record by record: after the third update, a
+# streaming table of such a method holds what the method gives on every record of `src`
+# (checked as a batch query outside SDP, as for the batch rows).
+RECORD_BY_RECORD: dict[str, Callable[[DataFrame], DataFrame]] = {
+    "withColumn": lambda d: d.withColumn("w", F.lit(1)),
+    "withColumnRenamed": lambda d: d.withColumnRenamed("v", "vv"),
+    "drop": lambda d: d.drop("v"),
+    "fillna": lambda d: d.fillna({"v": "x"}),
+    "dropna": lambda d: d.dropna(subset=["v"]),
+}
+
+
+def _streamed(method: Callable[[DataFrame], DataFrame]) -> Case:
+    return lambda s: method(_streaming_read(s))
+
+
 STREAMING: dict[str, Case] = {
     "stream select": lambda s: _streaming_read(s).select("id", "v"),
-    "stream withColumn": lambda s: _streaming_read(s).withColumn("w", F.lit(1)),
-    "stream withColumnRenamed": lambda s: _streaming_read(s).withColumnRenamed("v", "vv"),
+    **{f"stream {name}": _streamed(method) for name, method in RECORD_BY_RECORD.items()},
     "stream dropDuplicates": lambda s: _streaming_read(s).select(
         "id", "v", F.current_timestamp().alias("ts")).withWatermark("ts", "1 minute")
     .dropDuplicates(["id", "ts"]),
@@ -166,8 +181,8 @@ BOUND = {
     "drop", "drop(Column)", "to", "dropna", "fillna", "replace", "na.fill", "na.drop", "na.replace",
     "describe", "summary", "crosstab", "freqItems", "sampleBy", "withWatermark",
     "spark.table.withColumn", "spark.sql.withColumn", "withColumn(after select)",
-    "stream withColumn", "stream withColumnRenamed", "stream dropDuplicates",
-    "stream withWatermark",
+    "stream withColumn", "stream withColumnRenamed", "stream drop", "stream fillna",
+    "stream dropna", "stream dropDuplicates", "stream withWatermark",
 } | (set() if spark_has((4, 3)) else DEDUPLICATE)  # deduplication waits from Spark 4.3
 # What sdp-expect makes wait (sdp_expect.routing): the reads under these methods go through
 # graph-only views, and drop, na.fill, na.drop and deduplication become lazily planned
@@ -176,7 +191,7 @@ REWRITTEN = {
     "withColumn", "withColumns", "withColumnRenamed", "withColumnsRenamed", "withMetadata",
     "drop", "drop(Column)", "na.fill", "na.drop", "spark.table.withColumn",
     "spark.sql.withColumn", "withColumn(after select)", "stream withColumn",
-    "stream withColumnRenamed",
+    "stream withColumnRenamed", "stream drop", "stream fillna", "stream dropna",
 } | (set() if spark_has((4, 3)) else DEDUPLICATE - {"stream dropDuplicates(no watermark)"})
 # Waits for its input, but takes its columns from the previous update's data: transpose
 # turns values into columns, and Spark reads the values while it plans the flow.
@@ -238,17 +253,29 @@ def _states(result: Any, cases: dict[str, Case]) -> dict[str, str]:
     return {case: result.flow_state(_table_name(case)) for case in cases}
 
 
+def _expected(spark: SparkSession, case: str, make: Case) -> DataFrame | None:
+    """What ``case`` gives outside SDP, with the temporary views ``bronze`` and ``other``
+    over the sources: the batch query itself; for a streaming case of
+    :data:`RECORD_BY_RECORD`, its method over every record of ``bronze``; else None."""
+    if not case.startswith("stream "):
+        return make(spark)
+    method = RECORD_BY_RECORD.get(case.removeprefix("stream "))
+    return None if method is None else method(_b(spark))
+
+
 def _wrong_tables(pipeline: Any, result: Any, cases: dict[str, Case]) -> dict[str, Any]:
-    """The batch cases whose table differs from the same method applied outside SDP."""
+    """The cases whose table differs from the same method applied outside SDP (the
+    streaming ones that :func:`_expected` knows)."""
     spark = pipeline.spark
     spark.sql(f"CREATE OR REPLACE TEMP VIEW bronze AS SELECT * FROM `{pipeline.database}`.src")
     spark.sql(f"CREATE OR REPLACE TEMP VIEW other AS SELECT * FROM `{pipeline.database}`.src2")
     wrong: dict[str, Any] = {}
     try:
         for case, make in cases.items():
-            if case.startswith("stream "):
+            outside = _expected(spark, case, make)
+            if outside is None:
                 continue
-            expected = sorted(map(str, make(spark).collect()))
+            expected = sorted(map(str, outside.collect()))
             if result.flow_state(_table_name(case)) != "COMPLETED":
                 wrong[case] = result.flow_state(_table_name(case))
                 continue
@@ -296,7 +323,8 @@ def test_sdp_expect_rejects_exactly_the_reads_plain_sdp_binds_early(
     pipeline.spark.sql(f"INSERT INTO `{pipeline.database}`.src VALUES (5, 'e'), (6, 'f')")
     third = pipeline.run()
     waited = {case: make for case, make in cases.items() if case not in bound}
-    wrong_data = set(_wrong_tables(pipeline, third, waited))
+    wrong_found = _wrong_tables(pipeline, third, waited)
+    wrong_data = set(wrong_found)
 
     # sdp-expect: each query defined on its own graph, over the same datasets
     rejected: dict[str, SdpExpectError] = {}
@@ -324,7 +352,8 @@ def test_sdp_expect_rejects_exactly_the_reads_plain_sdp_binds_early(
     assert set(rejected) == (bound | wrong_data) - REWRITTEN, table
     assert (bound, wrong_data) == (BOUND, WRONG_DATA), (
         f"plain SDP on pyspark {pyspark.__version__} differs from the measured matrix:\n"
-        f"{table}")
+        f"{table}\nwhat waited and came out wrong (its state, or its rows and the rows "
+        f"expected): {wrong_found}")
     for case, error in rejected.items():
         assert error.code == "SDPX-DEF-110", (case, str(error))
         assert "'bronze" in str(error), (case, str(error))
@@ -678,3 +707,4 @@ def test_names_in_sdp_expects_space_are_refused(make_pipeline: MakePipeline) -> 
     error = _definition_error(make_pipeline, define)
     assert (error.code, error.dataset) == ("SDPX-DEF-118", "_sdpx_route_bronze_1")
     assert "rename the dataset" in str(error)
+

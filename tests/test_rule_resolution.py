@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import sdp_expect, served, user_env, write_project
+from pyspark import pipelines as plain
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql.connect.session import SparkSession
 from sdp_runner import MakePipeline
 
@@ -22,10 +24,12 @@ from sdp_expect.cli.run_output import (
     POSITION,
     RESOLUTION_FAILURE,
     ChildOutput,
+    short_name,
     spark_reason,
 )
 from sdp_expect.definitions import DEFINITIONS_VARIABLE
 from sdp_expect.errors import Location
+from sdp_expect.routing import ROUTE_PREFIX
 
 CASES = {
     # kind: (constraint, what Spark's reason must contain)
@@ -226,3 +230,63 @@ sql.include("../databricks_sql/")
     coded = [line for line in shown if "[SDPX-DEF-111]" in line]
     assert len(coded) == 1 and "UNRESOLVED_COLUMN" in coded[0], shown
     assert not any("Failed to resolve flow" in line for line in shown), shown
+
+
+def _failures(shown: list[str]) -> dict[str, tuple[bool, str]]:
+    """Each flow shown failing to resolve -> (whether upstream, the error line after it)."""
+    found: dict[str, tuple[bool, str]] = {}
+    for number, line in enumerate(shown):
+        match = RESOLUTION_FAILURE.search(line)
+        if match is not None:
+            after = shown[number + 1] if number + 1 < len(shown) else ""
+            found[short_name(match.group("flow"))] = (
+                bool(match.group("upstream")), after if after.startswith("Error: ") else "")
+    return found
+
+
+def test_a_routed_read_that_fails_is_shown_as_plain_sdp_shows_it(
+        make_pipeline: MakePipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """sdp-expect makes ``withColumn``, ``withColumnRenamed`` and ``drop`` over a read wait
+    by routing the read through graph-only views (docs/early-binding.md). When the read
+    fails (here a table that does not exist), ``sdp-expect run`` shows what plain SDP
+    shows: each reading flow fails with Spark's own reason, a flow downstream fails for
+    the dataset it reads; no route view is named."""
+    definitions = tmp_path / "definitions.jsonl"
+    monkeypatch.setenv(DEFINITIONS_VARIABLE, str(definitions))
+
+    def define(spark: SparkSession) -> None:
+        @dp.materialized_view
+        def silver() -> DataFrame:
+            return spark.read.table("no_such_table").withColumn("w", F.lit(1))
+
+        @dp.materialized_view
+        @dp.expect_or_drop("known", "id IS NOT NULL")
+        def checked() -> DataFrame:
+            return spark.read.table("no_such_table").withColumnRenamed("v", "w")
+
+        @dp.materialized_view
+        def gold() -> DataFrame:
+            return spark.read.table("silver").drop("w")
+
+    pipeline = make_pipeline(define)
+    result = pipeline.run(dry=True)
+    assert not result.ok
+    assert any(ROUTE_PREFIX in event for event in result.events), "the reads were routed"
+    _, shown = shown_by_default(result.events, definitions)
+    assert not any(ROUTE_PREFIX in line for line in shown), "".join(shown)
+    failures = _failures(shown)
+
+    def define_plain(spark: SparkSession) -> None:
+        @plain.materialized_view(name="silver")
+        def silver() -> DataFrame:
+            return spark.read.table("no_such_table").withColumn("w", F.lit(1))
+
+    pipeline.definitions = define_plain
+    plain_failures = _failures(shown_by_default(pipeline.run(dry=True).events,
+                                                tmp_path / "none.jsonl")[1])
+    assert failures["silver"] == plain_failures["silver"], (shown, plain_failures)
+    assert "TABLE_OR_VIEW_NOT_FOUND" in failures["silver"][1]
+    # a dataset with expectations: its flow and its metrics' flow fail on their own
+    assert failures["checked"] == failures["checked_dq_metrics"] == failures["silver"], shown
+    assert failures["gold"] == (True, "Error: Failed to read dataset 'silver'. Dataset is "
+                                      "defined in the pipeline but could not be resolved.\n"), shown

@@ -22,6 +22,13 @@ check view becomes one ``SDPX-DEF-111`` line naming the dataset, the expectation
 its ``file:line`` and Spark's reason, and the failures of the same flow's dataset
 and companions (caused by the same constraint) are left to the log file.
 
+A read that sdp-expect routed through a graph-only view (:mod:`sdp_expect.routing`) and
+that fails (a table that does not exist, a mistake in ``spark.sql`` text) fails the route
+view's flow first. The definitions file records which route views each flow reads and
+the table each stands for, so that the failure is shown as plain SDP shows it: as the
+user's flow's own failure with Spark's reason; no route view is named, and a flow that
+failed because of an upstream route view names the table the view stands for.
+
 The only Spark text read here is the start of two event messages
 (:data:`RESOLUTION_FAILURE`, :data:`ERROR_PREFIX`) and the position suffix Spark adds
 to an analysis message (:data:`POSITION`); tests/test_rule_resolution.py checks each
@@ -85,6 +92,13 @@ class Definitions:
     """Query view name -> the flow, the dataset and the flows derived from it."""
     errors: list[dict[str, Any]] = field(default_factory=list)
     """The coded error that stopped the definition (``SdpExpectError.as_dict``), if any."""
+    routes: dict[str, dict[str, Optional[str]]] = field(default_factory=dict)
+    """Flow name -> the route views it reads -> the table each stands for (``None``: SQL
+    text)."""
+
+    def route_views(self) -> dict[str, Optional[str]]:
+        """Every route view of the graph -> the table it stands for."""
+        return {view: reads for views in self.routes.values() for view, reads in views.items()}
 
     @classmethod
     def read(cls, path: Optional[Path]) -> Definitions:
@@ -104,6 +118,10 @@ class Definitions:
                 found.queries[str(entry["view"])] = entry
             elif kind == "error":
                 found.errors.append(entry)
+            elif kind == "route" and isinstance(entry.get("views"), dict):
+                found.routes.setdefault(str(entry["flow"]), {}).update(
+                    {str(view): None if reads is None else str(reads)
+                     for view, reads in entry["views"].items()})
         return found
 
 
@@ -142,7 +160,52 @@ def spark_reason(error_line: str) -> str:
 class _Block:
     lines: list[str]
     flow: str
+    upstream: bool
     error: str = ""
+
+    def as_own_failure(self, cause: _Block) -> _Block:
+        """This upstream failure told as its own, with ``cause``'s error: what plain SDP
+        says of a flow whose own read fails."""
+        first = self.lines[0]
+        match = RESOLUTION_FAILURE.search(first)
+        if match is not None:
+            first = (first[:match.start()] + f"Failed to resolve flow: '{match.group('flow')}'"
+                     + first[match.end():])
+        return _Block([first, *cause.lines[1:]], self.flow, False, cause.error)
+
+
+def _without_route_views(failed: dict[str, _Block],
+                         definitions: Definitions) -> dict[str, _Block]:
+    """``failed`` (short flow name -> block) as if the reads had not been routed.
+
+    A route view that fails on its own makes each flow that reads it (and the flows
+    sdp-expect derives from that flow's query: its companions) fail on its own with
+    the view's error; no route view is kept; an upstream failure whose error names a
+    route view names the table the view stands for instead (or shows no error when the
+    view stands for SQL text)."""
+    views = definitions.route_views()
+    if not views:
+        return failed
+    roots = {name: block for name, block in failed.items()
+             if name in views and not block.upstream}
+    kept = {name: block for name, block in failed.items() if name not in views}
+    derived = {str(query.get("flow")): [str(name) for name in query.get("derived", [])]
+               for query in definitions.queries.values()}
+    for flow, read in definitions.routes.items():
+        cause = next((roots[view] for view in read if view in roots), None)
+        if cause is None:
+            continue
+        for reader in dict.fromkeys([flow, *derived.get(flow, [])]):
+            block = kept.get(reader)
+            if block is not None and block.upstream:
+                kept[reader] = block.as_own_failure(cause)
+    for block in kept.values():
+        named = next((view for view in views if f"'{view}'" in block.error), None)
+        if named is not None:
+            table = views[named]
+            block.error = "" if table is None else block.error.replace(
+                f"'{named}'", f"'{table}'")
+    return kept
 
 
 class ChildOutput:
@@ -174,7 +237,8 @@ class ChildOutput:
         if kind == "event":
             match = RESOLUTION_FAILURE.search(line)
             if match:
-                self._pending.append(_Block([line], match.group("flow")))
+                self._pending.append(_Block([line], match.group("flow"),
+                                            bool(match.group("upstream"))))
                 self._block = "resolution"
                 return shown
             self._block, self._event_error_shown = "event", False
@@ -219,7 +283,8 @@ class ChildOutput:
             return []
         self._block = "none"
         definitions = Definitions.read(self.definitions_path)
-        failed = {short_name(block.flow): block for block in blocks}
+        failed = _without_route_views({short_name(block.flow): block for block in blocks},
+                                      definitions)
         hidden: set[str] = set()
         for view in definitions.queries:
             if view in failed:  # the query itself is broken: its own failure says so
