@@ -221,8 +221,9 @@ class Router:
         key = query.SerializeToString(deterministic=True) + (b"s" if streaming else b"b")
         view = self.views.get(key)
         if view is None:
-            view = RouteView(f"{ROUTE_PREFIX}{_label(query)}_{len(self.views) + 1}", query,
-                             streaming, self._table_read(query))
+            reads = self._table_read(query)
+            view = RouteView(f"{ROUTE_PREFIX}{_label(reads)}_{len(self.views) + 1}", query,
+                             streaming, reads)
             self.views[key] = view
             self._new.append(view)
         return view
@@ -411,13 +412,13 @@ def _attribute_name(expression: Any) -> Optional[str]:
     return str(attribute.unparsed_identifier)
 
 
-def _label(relation: Any) -> str:
-    """A readable part of a route view's name: the table it reads, if one."""
-    for message in messages(relation):
-        if message.DESCRIPTOR.name == "NamedTable":
-            last = message.unparsed_identifier.split(".")[-1]
-            return re.sub(r"[^0-9A-Za-z_]", "_", last.strip("`"))[:40].lower()
-    return "query"
+def _label(reads: Optional[str]) -> str:
+    """A readable part of a route view's name: the table it stands for
+    (:attr:`RouteView.reads`), if one."""
+    if reads is None:
+        return "query"
+    last = reads.split(".")[-1]
+    return re.sub(r"[^0-9A-Za-z_]", "_", last.strip("`"))[:40].lower()
 
 
 # --------------------------------------------------------------------------- SQL pieces
