@@ -31,8 +31,9 @@ failed because of an upstream route view names the table the view stands for.
 
 The only Spark text read here is the start of two event messages
 (:data:`RESOLUTION_FAILURE`, :data:`ERROR_PREFIX`) and the position suffix Spark adds
-to an analysis message (:data:`POSITION`); tests/test_rule_resolution.py checks each
-on real output.
+to an analysis message (:data:`POSITION`), and, in an upstream failure's error line, the
+quoted name of a route view (a name sdp-expect made, looked for as it was recorded);
+tests/test_rule_resolution.py checks each on real output.
 """
 
 from __future__ import annotations
