@@ -373,12 +373,13 @@ another's call)."""
 
 
 def read_all_tables(project: Path) -> dict[str, list[dict[str, Any]]]:
-    """Every table of a project's catalog (database ``default``) with all its rows.
+    """Every table of a project's catalog (database ``default``) with all its rows, read
+    through the project's warm server (inside :func:`served`).
 
     Read with a plain Spark Connect session of its own, independent of sdp-expect's own
-    reader (the tests compare what sdp-expect shows with it), through the project's warm
-    server when it is up (inside :func:`served`), else through one started for the
-    reading. Values are as JSON gives them (dates, decimals and the like as text).
+    reader (the tests compare what sdp-expect shows with it). Values are as JSON gives
+    them (dates, decimals and the like as text). After a cold run, when no warm server
+    is up, :func:`read_stored_tables` reads them through the shared server instead.
     """
     require_own_jvm("read_all_tables()")
     from pyspark.sql.connect.session import SparkSession
@@ -386,9 +387,9 @@ def read_all_tables(project: Path) -> dict[str, list[dict[str, Any]]]:
     from sdp_expect.cli.local_server import read_record
 
     record = read_record(project.resolve())
-    if record is None or not record.kept:
-        with served(project):
-            return read_all_tables(project)
+    assert record is not None and record.kept, (
+        f"no warm server of {project} is up: read inside served(), or after a cold run "
+        "with read_stored_tables() through the shared server (no new Spark to read)")
     before = os.environ.get("SPARK_CONNECT_MODE_ENABLED")
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
     try:
@@ -401,8 +402,33 @@ def read_all_tables(project: Path) -> dict[str, list[dict[str, Any]]]:
     finally:
         if before is None:
             os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
-    tables: dict[str, list[dict[str, Any]]] = json.loads(json.dumps(found, default=str))
+    return _as_json(found)
+
+
+def _as_json(found: dict[str, list[dict[str, Any]]]) -> Tables:
+    tables: Tables = json.loads(json.dumps(found, default=str))
     return tables
+
+
+def read_stored_tables(spark: Any, warehouse: Path) -> Tables:
+    """Every table a finished run left in ``warehouse`` (a project's ``spark-warehouse``,
+    the tables of database ``default``) with all its rows, as :func:`read_all_tables`
+    gives them.
+
+    Read by location through ``spark``, a session of a server that is already up (the
+    test session's shared server): no Spark is started to read them, and the project's
+    own catalog (an embedded Derby metastore, which one process opens at a time) is not
+    opened. A streaming table's folder is read as Spark reads a file sink's output: its
+    ``_spark_metadata`` log says which files are committed.
+    """
+    found = {}
+    for folder in sorted(warehouse.iterdir()):
+        if not folder.is_dir() or folder.name.endswith(".db") or folder.name[0] in "._":
+            continue
+        rows = spark.read.parquet(str(folder)).collect()
+        found[folder.name] = [row.asDict(recursive=True) for row in rows]
+    assert found, f"no table in {warehouse}"
+    return _as_json(found)
 
 
 def repo_env() -> dict[str, str]:
@@ -489,3 +515,12 @@ def closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` still exists (a server a run should have stopped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import fake_args, fake_commands, sdp_expect
+from cli_helpers import fake_args, fake_commands, process_alive, sdp_expect
 
 from sdp_expect import cli
 from sdp_expect.cli.spark_pipelines import EventLog, build_command, user_confs
@@ -110,16 +110,8 @@ def test_dry_run_passes_options_on_and_adds_defaults_the_user_did_not_set(
     assert "Data quality" not in result.stdout
     assert "\x1b[" not in result.stdout
     # The run's server is gone with it, and so is its record
-    assert not pid_alive(server["pid"])
+    assert not process_alive(server["pid"])
     assert not (project / ".sdp-expect" / "server.json").exists()
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_run_with_remote_adds_no_local_catalog(project: Path, fake_env: dict[str, str],

@@ -7,9 +7,18 @@ dry-run and run from another folder (the catalog must land in the project),
 then reported on as text and HTML; the HTML page is opened in headless
 Chromium. A small project with a violated fail rule shows the failure. What
 the commands show is compared with the tables as a plain Spark session reads
-them. The example's run writes its events to a pseudo-terminal (stderr, with
-``--format json``): the progress line is drawn live there; the failing run's
-output is a pipe: plain progress lines.
+them (through the test session's shared server: no Spark is started to read). The
+example's run writes its events to a pseudo-terminal (stderr, with ``--format
+json``): the progress line is drawn live there; the failing run's output is a pipe:
+plain progress lines.
+
+These are the example's only cold runs on this line: while it runs, a second copy
+runs from its own folder (each run starts a server of its own on a free port,
+neither waits for the other), and that copy then shows ``sdp-expect serve``: a
+re-run on the warm server writes the same tables as its cold run (compared through
+Spark with chispa), runs the new code after an edit, and ``report`` reads through
+the server. The fast checks of the same machinery, without Spark, are in
+test_local_server.py.
 """
 
 from __future__ import annotations
@@ -17,21 +26,33 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from chispa import assert_df_equality
 from chromium import INSTALL_HINT, Browser, find_chromium
 from cli_helpers import (
     NEWEST_LINE,
     REPO,
-    read_all_tables,
+    process_alive,
+    read_stored_tables,
     screen,
     sdp_expect,
     sdp_expect_on_terminal,
+    sdp_expect_script,
     set_storage,
+    user_env,
     write_project,
 )
+from pyspark.sql import SparkSession
+from sdp_runner import SparkServer
+
+from sdp_expect import names
+from sdp_expect.cli.local_server import read_record
 
 EXAMPLE = "spark42"
 
@@ -63,12 +84,46 @@ TERMINAL_COLUMNS = 50
 """The width of the terminal the example's run writes its events to."""
 
 
+@dataclass(frozen=True)
+class ColdPair:
+    """The example's cold run and, at the same time, a second copy's (``sdp-expect run``):
+    the only cold runs of the example on this line."""
+
+    projects: list[Path]
+    outputs: list[tuple[int, str, str]]  # exit status, stdout, stderr
+    seconds: float  # the wall time of both
+    terminal: Any  # the first: its events on a terminal (stderr), its JSON on a pipe
+
+
 @pytest.fixture(scope="module")
-def example_run(example: Path, elsewhere: Path, dry_run: Any) -> Any:
+def cold_pair(example: Path, elsewhere: Path, dry_run: Any,
+              tmp_path_factory: pytest.TempPathFactory) -> ColdPair:
+    """The example's run, its events on a terminal (stderr) and its JSON document on a
+    pipe, while a second copy of the example runs from its own folder: two projects on
+    one machine at the same time."""
+    second = tmp_path_factory.mktemp("second") / EXAMPLE
+    shutil.copytree(example, second, ignore=shutil.ignore_patterns(
+        "metastore_db", "spark-warehouse", ".sdp-expect", "derby.log", "__pycache__"))
+    set_storage(second, second.parent / "storage")
+    began = time.monotonic()
+    other = subprocess.Popen([sdp_expect_script(), "run", "--format", "json"], cwd=second,
+                             env=user_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        shown = sdp_expect_on_terminal("run", "--spec", str(example / "spark-pipeline.yml"),
+                                       "--format", "json", cwd=elsewhere, terminal="stderr",
+                                       columns=TERMINAL_COLUMNS)
+    finally:
+        out, err = other.communicate(timeout=900)
+    return ColdPair([example, second], [(shown.returncode, shown.stdout, shown.stderr),
+                                        (other.returncode, out, err)],
+                    time.monotonic() - began, shown)
+
+
+@pytest.fixture(scope="module")
+def example_run(cold_pair: ColdPair) -> Any:
     """The example's run: its events on a terminal (stderr), its JSON document on a pipe."""
-    return sdp_expect_on_terminal("run", "--spec", str(example / "spark-pipeline.yml"),
-                                  "--format", "json", cwd=elsewhere, terminal="stderr",
-                                  columns=TERMINAL_COLUMNS)
+    return cold_pair.terminal
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +133,10 @@ def report(example: Path, example_run: Any) -> tuple[Any, Path]:
 
 
 @pytest.fixture(scope="module")
-def tables(example: Path, report: Any) -> dict[str, list[dict[str, Any]]]:
-    return read_all_tables(example)
+def tables(example: Path, report: Any, spark_server: SparkServer
+           ) -> dict[str, list[dict[str, Any]]]:
+    """The example's tables after its cold run, read through the shared server."""
+    return read_stored_tables(spark_server.session(), example / "spark-warehouse")
 
 
 def metrics_of(tables: dict[str, list[dict[str, Any]]], table: str) -> list[dict[str, Any]]:
@@ -348,3 +405,134 @@ def test_violated_fail_rule_exits_1_and_the_summary_shows_the_record(
     kept = json.loads((project / ".sdp-expect" / "dq-history.json").read_text())
     assert set(kept["datasets"]) == {"other"}
     assert kept["last_run"]["violations"][0]["dataset"] == "checked"
+
+
+# ---------------------------------------------------------------------------------------
+# Two projects at the same time, and a warm server (issue 17)
+# ---------------------------------------------------------------------------------------
+def summary(document: dict[str, Any]) -> dict[str, Any]:
+    """Each dataset's numbers in a run's JSON document (not the run's own details)."""
+    return {d["dataset"]: {"total": d["total_records"], "dropped": d["dropped_records"],
+                           "rules": [(r["expectation"], r["passed_records"],
+                                      r["failed_records"]) for r in d["rules"]],
+                           "quarantine": (d["quarantine"] or {}).get("records")}
+            for d in document["datasets"]}
+
+
+EXPECTED = {"orders_silver": {"total": 10, "dropped": 4,
+                              "rules": [("recent", 7, 3), ("valid_id", 8, 2),
+                                        ("valid_amount", 7, 3)],
+                              "quarantine": 4},
+            "revenue_by_customer": {"total": 6, "dropped": 0,
+                                    "rules": [("revenue_not_negative", 6, 0)],
+                                    "quarantine": None}}
+
+
+def test_two_projects_run_at_the_same_time(cold_pair: ColdPair) -> None:
+    projects = cold_pair.projects
+    documents = []
+    for code, out, err in cold_pair.outputs:
+        assert code == 0, out + err
+        assert "waiting" not in err
+        documents.append(json.loads(out))
+    first, second = documents
+    # Each ran on a server of its own, on its own port: not Spark's fixed 15002
+    assert first["server"]["port"] != second["server"]["port"]
+    assert 15002 not in (first["server"]["port"], second["server"]["port"])
+    assert not first["server"]["warm"] and not second["server"]["warm"]
+    # Neither waited for the other: the two pipelines ran at the same time
+    assert first["started_at"] < second["finished_at"], (first, second)
+    assert second["started_at"] < first["finished_at"], (first, second)
+    for project, document in zip(projects, documents, strict=True):
+        assert summary(document) == EXPECTED
+        assert Path(document["log"]).parent == project / ".sdp-expect" / "logs"
+        assert (project / "metastore_db").is_dir() and (project / "spark-warehouse").is_dir()
+        assert not process_alive(document["server"]["pid"])  # stopped with its run
+        assert read_record(project) is None
+
+
+def session(url: str, token: str) -> SparkSession:
+    """A new Spark Connect session on the project's server.
+
+    New for every reading, as every run's is: a session keeps the file listing of the
+    tables it read, and a later run of the pipeline rewrites their files.
+    """
+    created: SparkSession = SparkSession.builder.remote(f"{url}/;token={token}").create()
+    return created
+
+
+def read_tables(spark: SparkSession) -> dict[str, Any]:
+    """Every table of the default database: its schema and rows (not the history table
+    and its view, which every run appends to: tests/test_history.py)."""
+    found = {}
+    for table in spark.catalog.listTables("default"):
+        if table.name in (names.HISTORY_TABLE, names.EVENT_LOG_VIEW):
+            continue
+        frame = spark.table(f"default.`{table.name}`")
+        found[table.name] = (frame.schema, frame.collect())
+    return found
+
+
+def test_a_warm_run_writes_what_a_cold_run_writes(cold_pair: ColdPair) -> None:
+    # The second copy: the example itself is reported on by the tests above, unedited.
+    project = cold_pair.projects[1]
+    code, out, err = cold_pair.outputs[1]
+    assert code == 0, out + err
+    cold_run = json.loads(out)
+    assert cold_run["server"]["warm"] is False and summary(cold_run) == EXPECTED
+    served = sdp_expect("serve", "--background", cwd=project)
+    assert served.returncode == 0, served.stdout + served.stderr
+    record = read_record(project)
+    assert record is not None
+    sessions: list[SparkSession] = []
+
+    def spark() -> SparkSession:
+        sessions.append(session(record.url, record.token))
+        return sessions[-1]
+
+    try:
+        before = read_tables(spark())  # the cold run's tables, as it left them
+        assert {"orders_silver", "orders_silver_quarantine", "orders_silver_dq_metrics",
+                "revenue_by_customer_dq_metrics"} <= set(before)
+
+        began = time.monotonic()
+        warm = sdp_expect("run", "--format", "json", cwd=project)
+        warm_seconds = time.monotonic() - began
+        assert warm.returncode == 0, warm.stdout + warm.stderr
+        warm_run = json.loads(warm.stdout)
+        assert warm_run["server"] == {"url": record.url, "port": record.port,
+                                      "pid": record.pid, "warm": True}
+        assert "a local Spark Connect server on port" not in warm.stderr  # none started
+        assert summary(warm_run) == summary(cold_run)
+        reader = spark()
+        after = read_tables(reader)
+        assert set(after) == set(before)
+        for name, (schema, rows) in before.items():
+            assert_df_equality(reader.table(f"default.`{name}`"),
+                               reader.createDataFrame(rows, schema),
+                               ignore_row_order=True, ignore_nullable=False)
+
+        # An edit: the warm server runs the new definition, not one it remembers
+        silver = project / "transformations" / "silver.py"
+        silver.write_text(silver.read_text().replace(
+            "@dp.expect_from_file(", '@dp.expect("small", "amount < 100")\n@dp.expect_from_file('))
+        edited = sdp_expect("run", "--format", "json", cwd=project)
+        assert edited.returncode == 0, edited.stdout + edited.stderr
+        rules = summary(json.loads(edited.stdout))["orders_silver"]["rules"]
+        assert [name for name, _, _ in rules] == ["small", "recent", "valid_id", "valid_amount"]
+        assert sorted(row["expectation"] for row in
+                      spark().table("default.orders_silver_dq_metrics").collect()) == sorted(
+            ["small", "recent", "valid_id", "valid_amount"])
+
+        # The warm server holds the catalog: report reads through it
+        report = sdp_expect("report", "--format", "json", cwd=project)
+        assert report.returncode == 0, report.stdout + report.stderr
+        assert summary(json.loads(report.stdout))["revenue_by_customer"] == \
+            EXPECTED["revenue_by_customer"]
+    finally:
+        for opened in sessions:
+            opened.stop()
+        stopped = sdp_expect("serve", "--stop", cwd=project)
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert not process_alive(record.pid) and read_record(project) is None
+    print(f"two cold runs at once {cold_pair.seconds:.1f} s, warm re-run {warm_seconds:.1f} s")

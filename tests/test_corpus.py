@@ -8,13 +8,16 @@ Python, an exported Python notebook, exported SQL notebooks included with
 land before each update (``arrivals/fail/`` before a fourth update that violates
 a fail rule).
 
-Each project runs as a graph of the shared Spark Connect server
-(``sdp_runner``, which loads the files as ``spark-pipelines`` does), three
-updates with new files landing before each; after every update every table
-of its catalog (targets, quarantines, ``_dq_batches``, ``_dq_metrics``) is read
-with Spark and compared, row for row and count for count, with the
-plain-Python oracle of ``corpus_oracle.py``. Two projects also run through the
-true ``sdp-expect run`` command line (marker ``cli``).
+Each project runs through the true command line, ``sdp-expect run --format json
+--remote URL``, on the shared Spark Connect server of the test session (a
+database of the project's own, ``database:`` in its spec): the command loads the
+project's files as ``spark-pipelines`` does and prints the summary, and no test
+starts a Spark of its own. Three updates run with new files landing before each;
+after every update every table of the project's database (targets, quarantines,
+``_dq_batches``, ``_dq_metrics``) is read with Spark and compared, row for row and
+count for count, with the plain-Python oracle of ``corpus_oracle.py``, and the
+run's JSON summary (each dataset's rules and counts, its quarantine, its status)
+with the oracle's numbers. It runs on every pyspark line (docs/testing.md).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import datetime as dt
 import json
 import re
 import shutil
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -31,14 +35,13 @@ from typing import Any
 
 import pytest
 import yaml
-from cli_helpers import OLDEST_LINE, sdp_expect, served, set_storage
+from cli_helpers import sdp_expect, set_storage
 from corpus_oracle import ORACLES, Expected, Table, batch_log_sums
-from sdp_runner import Pipeline, RunResult, SparkServer, copy_project
+from pyspark.sql.connect.session import SparkSession
+from sdp_runner import SparkServer, copy_project
 
 from sdp_expect.names import EVENT_LOG_VIEW, HISTORY_TABLE
 
-# The true command-line runs (2 min each) run on one line, the lowest (4.1), to keep CI
-# within its time; the same projects run as graphs on every line above.
 CORPUS = Path(__file__).resolve().parent / "corpus"
 UPDATES = ("1", "2", "3")
 
@@ -65,38 +68,73 @@ def land(name: str, update: str, landing: Path) -> None:
 
 @dataclass
 class CorpusProject:
-    """One corpus project, copied, as a pipeline of the shared server."""
+    """One corpus project, copied, run with ``sdp-expect run`` on the shared server.
+
+    :param root: The copy (its spec names its own storage, landing folder, database).
+    :param spark: A session of the shared server, to read the project's tables.
+    :param summaries: The JSON summary of each update's run.
+    """
 
     name: str
     root: Path
     landing: Path
-    pipeline: Pipeline
+    database: str
+    server: SparkServer
+    spark: SparkSession
+    summaries: list[dict[str, Any]] = field(default_factory=list)
     snapshots: list[dict[str, Table]] = field(default_factory=list)
     expected: list[Expected] = field(default_factory=list)
 
+    def run(self) -> tuple[int, dict[str, Any], str]:
+        """One ``sdp-expect run --format json`` of the project on the shared server: its
+        exit status, its JSON summary and its standard error (the events)."""
+        done = sdp_expect("run", "--spec", str(self.root), "--format", "json",
+                          "--remote", self.server.url, cwd=self.root.parent)
+        try:
+            summary: dict[str, Any] = json.loads(done.stdout)
+        except ValueError:
+            pytest.fail(f"{self.name}: no JSON summary (exit {done.returncode}):\n"
+                        f"{done.stdout[-3000:]}\n{done.stderr[-6000:]}")
+        return done.returncode, summary, done.stderr
+
 
 def open_project(server: SparkServer, name: str, tmp: Path) -> CorpusProject:
-    root = copy_project(CORPUS / name, tmp / name)
-    spec = spec_of(root)
-    # The harness loads transformations/ the way the spec's glob does.
-    assert spec["libraries"] == [{"glob": {"include": "transformations/**"}}], spec
-    landing = tmp / f"{name}-landing"
+    root = copy_project(CORPUS / name, tmp / name / "project")
+    landing = tmp / name / "landing"
     landing.mkdir()
-    conf = {key: str(value) for key, value in spec.get("configuration", {}).items()}
-    conf["corpus.landing"] = str(landing)
-    pipeline = Pipeline(server, tmp / f"{name}-runs", files=root / "transformations", conf=conf)
-    return CorpusProject(name, root, landing, pipeline)
+    set_storage(root, tmp / name / "storage")
+    database = f"corpus_{name}_{uuid.uuid4().hex[:8]}"
+    spec = root / "spark-pipeline.yml"
+    lines = spec.read_text().splitlines()
+    assert not any(line.startswith(("database:", "schema:", "catalog:")) for line in lines)
+    spec.write_text("\n".join(
+        f"  corpus.landing: {landing}" if line.strip().startswith("corpus.landing:") else line
+        for line in lines) + f"\ndatabase: {database}\n")
+    assert spec_of(root)["configuration"]["corpus.landing"] == str(landing)
+    spark = server.session()
+    spark.sql(f"CREATE DATABASE `{database}`")
+    return CorpusProject(name, root, landing, database, server, spark)
 
 
 # ---------------------------------------------------------------------------------------
 # Comparing the catalog with the oracle
 # ---------------------------------------------------------------------------------------
-def snapshot(result: RunResult) -> dict[str, Table]:
-    """Every table of the pipeline's database, read through Spark (a batch log summed,
+NOT_PIPELINE_TABLES = {HISTORY_TABLE, EVENT_LOG_VIEW}
+"""The history table and its view grow with every run, not with the pipeline's data (they
+are not pipeline datasets; tests/test_history.py checks them)."""
+
+
+def snapshot(project: CorpusProject) -> dict[str, Table]:
+    """Every table of the project's database, read through Spark (a batch log summed,
     as the oracle gives it: its rows depend on the micro-batches)."""
     tables = {}
-    for table in result.spark.catalog.listTables(result.database):
-        frame = result.table(table.name)
+    for table in project.spark.catalog.listTables(project.database):
+        if table.name in NOT_PIPELINE_TABLES:
+            continue
+        name = f"`{project.database}`.`{table.name}`"
+        # The command's own session wrote it: this session's cached file list is stale.
+        project.spark.catalog.refreshTable(name)
+        frame = project.spark.read.table(name)
         if table.name.endswith("_dq_batches"):
             tables[table.name] = batch_log_sums(row.asDict() for row in frame.collect())
             continue
@@ -135,6 +173,17 @@ def assert_tables_equal(actual: dict[str, Table], expected: dict[str, Table], co
     assert not problems, f"{context}:\n  " + "\n  ".join(problems)
 
 
+def metrics_of(expected: Expected) -> dict[str, dict[str, dict[str, Any]]]:
+    """dataset -> rule -> its expected metrics row."""
+    shown: dict[str, dict[str, dict[str, Any]]] = {}
+    for name, table in expected.tables.items():
+        if name.endswith("_dq_metrics"):
+            for row in table.rows:
+                record = dict(zip(table.columns, row, strict=True))
+                shown.setdefault(record["dataset"], {})[record["expectation"]] = record
+    return shown
+
+
 # ---------------------------------------------------------------------------------------
 # Three updates of every project
 # ---------------------------------------------------------------------------------------
@@ -152,9 +201,11 @@ def three_updates(server: SparkServer, tmp: Path, name: str) -> CorpusProject:
         project = open_project(server, name, tmp)
         for update in UPDATES:
             land(name, update, project.landing)
-            result = project.pipeline.run()
-            assert result.ok, f"{name}, update {update}: {result.output[-6000:]}"
-            project.snapshots.append(snapshot(result))
+            code, summary, events = project.run()
+            assert code == 0 and summary["status"] == "COMPLETED", (
+                f"{name}, update {update}: exit {code}\n{events[-6000:]}")
+            project.summaries.append(summary)
+            project.snapshots.append(snapshot(project))
             expected = ORACLES[name](project.landing)
             assert not expected.violations, (
                 f"{name}, update {update}: the corpus data must not violate fail rules here: "
@@ -171,6 +222,40 @@ def test_every_table_after_each_of_three_updates(spark_server: SparkServer, corp
     for update, actual, expected in zip(UPDATES, project.snapshots, project.expected,
                                         strict=True):
         assert_tables_equal(actual, expected.tables, f"{name}, after update {update}")
+
+
+@pytest.mark.parametrize("name", sorted(ORACLES))
+def test_the_summary_of_each_of_three_updates(spark_server: SparkServer, corpus_tmp: Path,
+                                              name: str) -> None:
+    """The JSON summary of ``sdp-expect run`` shows the oracle's numbers: each dataset with
+    expectations, updated, its rules (action, constraint, passed, failed, total), its
+    records and dropped records, its quarantine; no violation."""
+    project = three_updates(spark_server, corpus_tmp, name)
+    for update, summary, expected in zip(UPDATES, project.summaries, project.expected,
+                                         strict=True):
+        assert summary["violations"] == [] and summary["database"] == project.database
+        want = metrics_of(expected)
+        shown = {d["dataset"]: d for d in summary["datasets"]}
+        assert set(shown) == set(want), f"{name}, update {update}"
+        for dataset, rules in want.items():
+            got = shown[dataset]
+            context = (name, update, dataset)
+            assert got["status"] == "updated", (context, got)
+            assert got["streaming"] == (f"{dataset}_dq_batches" in expected.tables), context
+            assert {r["expectation"]: (r["action"], r["constraint"], r["passed_records"],
+                                       r["failed_records"], r["total_records"])
+                    for r in got["rules"]} == {
+                rule: (m["action"], m["constraint"], m["passed_records"],
+                       m["failed_records"], m["total_records"])
+                for rule, m in rules.items()}, context
+            any_rule = next(iter(rules.values()))
+            assert (got["total_records"], got["dropped_records"]) == (
+                any_rule["total_records"], any_rule["dropped_records"]), context
+            quarantine = expected.tables.get(f"{dataset}_quarantine")
+            if quarantine is None:
+                assert got["quarantine"] is None, (context, got)
+            else:
+                assert got["quarantine"]["records"] == len(quarantine.rows), context
 
 
 def test_the_corpus_covers_what_it_is_for() -> None:
@@ -206,10 +291,6 @@ def test_the_corpus_covers_what_it_is_for() -> None:
 # ---------------------------------------------------------------------------------------
 # A fourth update that violates a fail rule, one per family
 # ---------------------------------------------------------------------------------------
-VIOLATION = re.compile(r"\[EXPECTATION_VIOLATION\] Flow '([^']+)' failed to meet the "
-                       r"expectation\. Violated expectations: '([^']*)'\. Output record: '(.*?)'\.")
-
-
 @dataclass(frozen=True)
 class FailCase:
     name: str
@@ -241,24 +322,28 @@ def test_a_fourth_update_that_violates_a_fail_rule(spark_server: SparkServer, co
     project = three_updates(spark_server, corpus_tmp, case.name)
     before = project.expected[-1].tables
     land(case.name, "fail", project.landing)
-    result = project.pipeline.run()
-    assert not result.ok, f"{case.name}: the update should fail"
+    code, summary, events = project.run()
+    assert code == 1 and summary["status"] == "FAILED", (
+        f"{case.name}: the update should fail (exit {code})\n{events[-4000:]}")
     expected = ORACLES[case.name](project.landing)
     assert set(expected.violations) == {case.dataset}, expected.violations
 
-    # The error line names the flow, the violated fail rules and a violating record.
-    reports = [m for m in VIOLATION.finditer(result.output)]
-    assert reports, result.output[-4000:]
-    for flow, names, record in {(m[1], m[2], m[3]) for m in reports}:
-        assert flow == case.dataset, flow
-        shown = json.loads(record)
+    # The summary names the dataset, the violated fail rules and a violating record.
+    assert summary["violations"], events[-4000:]
+    for violation in summary["violations"]:
+        assert violation["dataset"] == case.dataset, violation
+        shown = violation["record"]
         candidates = [(n, row) for n, row in expected.violations[case.dataset]
                       if all(_same(row[k], v) for k, v in shown.items() if k in row)]
-        assert candidates, f"{record} violates no fail rule of {case.dataset}"
-        assert names in {n for n, _ in candidates}, (names, candidates)
-    assert result.flow_state(case.dataset) == "FAILED", result.flow_events(case.dataset)
+        assert candidates, f"{shown} violates no fail rule of {case.dataset}"
+        assert set(violation["expectations"]) <= {n for n, _ in candidates}, (
+            violation, candidates)
+    flows = {flow.rsplit(".", 1)[-1]: state for flow, state in summary["flows"].items()}
+    assert flows[case.dataset] == "FAILED", summary["flows"]
     for dataset in case.skipped:
-        assert result.flow_state(dataset) == "SKIPPED", (dataset, result.flow_events(dataset))
+        assert flows[dataset] == "SKIPPED", (dataset, summary["flows"])
+    statuses = {d["dataset"]: d["status"] for d in summary["datasets"]}
+    assert statuses[case.dataset] == "failed", statuses
 
     # What each table holds (README, "Coming from Databricks"): the failed dataset wrote
     # nothing of this update (a streaming table keeps its earlier batches, a materialized
@@ -275,7 +360,7 @@ def test_a_fourth_update_that_violates_a_fail_rule(spark_server: SparkServer, co
                 wanted[table] = Table(wanted[table].columns, [])
             else:
                 wanted[table] = before[table]
-    assert_tables_equal(snapshot(result), wanted, f"{case.name}, failed fourth update")
+    assert_tables_equal(snapshot(project), wanted, f"{case.name}, failed fourth update")
 
 
 def _same(value: Any, shown: Any) -> bool:
@@ -285,133 +370,3 @@ def _same(value: Any, shown: Any) -> bool:
     if isinstance(shown, float):
         shown = Decimal(str(shown))
     return bool(canonical(value) == canonical(shown))
-
-
-# ---------------------------------------------------------------------------------------
-# The true command line: sdp-expect run, three updates
-# ---------------------------------------------------------------------------------------
-def cli_project(name: str, tmp: Path) -> tuple[Path, Path]:
-    project = copy_project(CORPUS / name, tmp / name)
-    landing = tmp / "landing"
-    landing.mkdir()
-    set_storage(project, tmp / "storage")
-    spec = project / "spark-pipeline.yml"
-    spec.write_text("\n".join(
-        f"  corpus.landing: {landing}" if line.strip().startswith("corpus.landing:") else line
-        for line in spec.read_text().splitlines()) + "\n")
-    return project, landing
-
-
-def metrics_of(expected: Expected) -> dict[str, dict[str, dict[str, Any]]]:
-    """dataset -> rule -> its expected metrics row."""
-    shown: dict[str, dict[str, dict[str, Any]]] = {}
-    for name, table in expected.tables.items():
-        if name.endswith("_dq_metrics"):
-            for row in table.rows:
-                record = dict(zip(table.columns, row, strict=True))
-                shown.setdefault(record["dataset"], {})[record["expectation"]] = record
-    return shown
-
-
-@pytest.mark.usefixtures("own_jvm")
-@pytest.mark.timeout(1800)
-@OLDEST_LINE  # the 4.1 line selects it (-m ... or oldest_line), docs/testing.md
-def test_cli_runs_the_dlt_loans_project_three_times(tmp_path: Path) -> None:
-    """``sdp-expect run --format json``: exit status 0 and the oracle's numbers each time
-    (through the project's warm server, ``serve``: one server start for the three runs)."""
-    project, landing = cli_project("loans", tmp_path)
-    with served(project, keep_tables=True) as warm:
-        for update in UPDATES:
-            _loans_update(project, landing, update, tmp_path)
-    assert_catalog_sizes(warm.tables, ORACLES["loans"](landing))
-
-
-def _loans_update(project: Path, landing: Path, update: str, tmp_path: Path) -> None:
-    """One ``sdp-expect run`` of the loans project after ``update`` landed: the oracle's
-    numbers."""
-    land("loans", update, landing)
-    done = sdp_expect("run", "--spec", str(project), "--format", "json", cwd=tmp_path)
-    assert done.returncode == 0, f"update {update}:\n{done.stdout}\n{done.stderr[-6000:]}"
-    summary = json.loads(done.stdout)
-    assert summary["status"] == "COMPLETED" and summary["violations"] == []
-    assert summary["server"]["warm"] is True
-    expected = ORACLES["loans"](landing)
-    want = metrics_of(expected)
-    shown = {d["dataset"]: d for d in summary["datasets"]}
-    assert set(shown) == set(want), f"update {update}"
-    for dataset, rules in want.items():
-        got = shown[dataset]
-        assert got["status"] == "updated", (update, got)
-        assert got["streaming"] == (f"{dataset}_dq_batches" in expected.tables)
-        assert {r["expectation"]: (r["action"], r["constraint"], r["passed_records"],
-                                   r["failed_records"], r["total_records"])
-                for r in got["rules"]} == {
-            rule: (m["action"], m["constraint"], m["passed_records"], m["failed_records"],
-                   m["total_records"]) for rule, m in rules.items()}, (update, dataset)
-        any_rule = next(iter(rules.values()))
-        assert (got["total_records"], got["dropped_records"]) == (
-            any_rule["total_records"], any_rule["dropped_records"]), (update, dataset)
-        quarantine = expected.tables.get(f"{dataset}_quarantine")
-        if quarantine is None:
-            assert got["quarantine"] is None, (update, got)
-        else:
-            assert got["quarantine"]["records"] == len(quarantine.rows), (update, dataset)
-
-
-def assert_catalog_sizes(actual: dict[str, list[dict[str, Any]]], expected: Expected) -> None:
-    """The project's catalog, read by a plain Spark session, has the oracle's tables with
-    as many rows; a batch log (its rows depend on the micro-batches) sums as the oracle's."""
-    def log(name: str) -> bool:
-        return name.endswith("_dq_batches")
-
-    # The history table and its view grow with every run, not with the pipeline's data
-    # (they are not pipeline datasets; tests/test_history.py checks them).
-    history = {HISTORY_TABLE, EVENT_LOG_VIEW}
-    assert {name: batch_log_sums(rows).rows if log(name) else len(rows)
-            for name, rows in actual.items() if name not in history} == {
-        name: table.rows if log(name) else len(table.rows)
-        for name, table in expected.tables.items()}
-
-
-def summary_lines(expected: Expected) -> list[str]:
-    """The lines the text summary must show for each rule, as regular expressions."""
-    lines = []
-    for dataset, rules in metrics_of(expected).items():
-        any_rule = next(iter(rules.values()))
-        head = f"{any_rule['total_records']} records, {any_rule['dropped_records']} dropped"
-        quarantine = expected.tables.get(f"{dataset}_quarantine")
-        if quarantine is not None:
-            head += f", quarantine {dataset}_quarantine: {len(quarantine.rows)} records"
-        lines.append(rf"^{re.escape(dataset)}  (materialized view|streaming table)[^\n]*\n"
-                     rf"  {re.escape(head)}$")
-        for rule, m in rules.items():
-            total = m["total_records"]
-            percent = f"{100 * m['failed_records'] / total:.1f}%" if total else ""
-            lines.append(rf"^    {re.escape(rule)}\s+{m['action']}\s+{m['passed_records']}\s+"
-                         rf"{m['failed_records']}\s+{re.escape(percent)}")
-    return lines
-
-
-@pytest.mark.usefixtures("own_jvm")
-@pytest.mark.timeout(1800)
-@OLDEST_LINE  # the 4.1 line selects it (-m ... or oldest_line), docs/testing.md
-def test_cli_runs_the_sql_notebook_project_three_times(tmp_path: Path) -> None:
-    """``sdp-expect run`` (text) on SQL notebooks: exit status 0 and the oracle's summary
-    (through the project's warm server, as above)."""
-    project, landing = cli_project("retail_orders", tmp_path)
-    with served(project, keep_tables=True) as warm:
-        for update in UPDATES:
-            land("retail_orders", update, landing)
-            done = sdp_expect("run", "--spec", str(project), cwd=tmp_path)
-            output = done.stdout
-            assert done.returncode == 0, f"update {update}:\n{output}\n{done.stderr[-6000:]}"
-            assert output.rstrip().endswith("sdp-expect run: COMPLETED (exit status 0)"), output
-            assert "the project's Spark Connect server (sdp-expect serve" in output + done.stderr
-            expected = ORACLES["retail_orders"](landing)
-            summary = output[output.index("== Data quality"):]
-            count = len(metrics_of(expected))
-            assert f"{count} datasets with expectations" in summary, summary
-            for line in summary_lines(expected):
-                assert re.search(line, summary, flags=re.MULTILINE), (update, line, summary)
-    assert_catalog_sizes(warm.tables, ORACLES["retail_orders"](landing))
-

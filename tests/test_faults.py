@@ -27,7 +27,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -39,8 +38,8 @@ from typing import Any, Optional
 import pytest
 from batch_log import PER_MICRO_BATCH
 from chispa import assert_df_equality
-from cli_helpers import read_all_tables, user_env
-from sdp_runner import MakePipeline, committed_batches, copy_project
+from cli_helpers import read_stored_tables, user_env
+from sdp_runner import MakePipeline, SparkServer, committed_batches, copy_project
 
 from sdp_expect import pipelines as dp
 
@@ -160,10 +159,6 @@ def assert_tables_match(tables: dict[str, list[dict[str, Any]]], expected: Oracl
 # ============================================================================================
 HIVE_RUN = ["--driver-memory", "1g", "--conf", "spark.sql.catalogImplementation=hive",
             "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=2"]
-CONNECT_PORT = 15002  # where spark-pipelines' embedded Spark Connect server listens
-# Another embedded server (another run on this machine) holds the port: Spark says so and
-# stops, and the run is tried again a little later.
-PORT_CLASH = re.compile(r"bind to address \S*:15002|bind on port 15002|UNAUTHENTICATED")
 
 
 def spark_pipelines_command() -> str:
@@ -172,41 +167,17 @@ def spark_pipelines_command() -> str:
     return command
 
 
-@functools.lru_cache(maxsize=1)
-def private_network() -> list[str]:
-    """A command prefix that runs a command in a network namespace of its own, or [].
-
-    ``spark-pipelines`` always serves its embedded Spark Connect server on port
-    15002 and connects to that port: two runs at once on one machine clash (the
-    second stops with a BindException). Where the test runs as root with
-    util-linux ``unshare`` (as on the shared development machine), each run gets
-    a private loopback, so other people's runs cannot take its port; elsewhere
-    (CI runs one test at a time) the run is simply retried after a clash.
-    """
-    prefix = ["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$@"', "sh"]
-    if shutil.which("unshare") is None:
-        return []
-    try:
-        probe = subprocess.run([*prefix, "true"], capture_output=True, timeout=30, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return []
-    return prefix if probe.returncode == 0 else []
-
-
-def port_in_use(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(1)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
 class PipelineProcess:
     """``spark-pipelines run`` in its own process group, its output read line by line."""
 
     def __init__(self, project: Path) -> None:
         self.lines: list[str] = []
+        # SPARK_TESTING: the embedded Spark Connect server takes a free port, not the
+        # fixed 15002 (as pyspark's own tests do): runs elsewhere on the machine do not
+        # clash with it.
         self.process = subprocess.Popen(
-            [*private_network(), spark_pipelines_command(), *HIVE_RUN, "run"], cwd=project,
-            env=dict(user_env(), SPARK_LOCAL_IP="127.0.0.1"),
+            [spark_pipelines_command(), *HIVE_RUN, "run"], cwd=project,
+            env=dict(user_env(), SPARK_LOCAL_IP="127.0.0.1", SPARK_TESTING="1"),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
             start_new_session=True)
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -279,7 +250,8 @@ class KillRound:
 @pytest.mark.usefixtures("own_jvm")
 @pytest.mark.faults
 @pytest.mark.timeout(900)
-def test_killed_runs_then_a_complete_run_hold_every_record_once(tmp_path: Path) -> None:
+def test_killed_runs_then_a_complete_run_hold_every_record_once(
+        tmp_path: Path, spark_server: SparkServer) -> None:
     """Kill moments: round 1 the moment the target flow's first offsets file appears
     (while Spark writes it: the kill leaves a temporary file in ``offsets/``, which
     Spark 4.1+ refuses unless the fixture's spec sets
@@ -313,11 +285,6 @@ def test_killed_runs_then_a_complete_run_hold_every_record_once(tmp_path: Path) 
             records.extend(batch)
 
     def launch() -> PipelineProcess:
-        """A run, started when no other embedded server holds port 15002 (it would clash)."""
-        deadline = time.monotonic() + 120
-        while (not private_network() and port_in_use(CONNECT_PORT)
-               and time.monotonic() < deadline):
-            time.sleep(2)
         return PipelineProcess(project)
 
     def reached(run: PipelineProcess, this: KillRound, commits: Optional[int]) -> bool:
@@ -348,18 +315,14 @@ def test_killed_runs_then_a_complete_run_hold_every_record_once(tmp_path: Path) 
             moment, delay = f"after commit {commits} of orders", rng.uniform(0.0, 1.0)
         this = KillRound(number + 1, moment, round(delay, 2), files,
                          started_s=round(time.monotonic() - started, 1), before=before)
-        for _attempt in range(3):
-            run = launch()
-            ok = reached(run, this, commits)
-            if ok and run.process.poll() is None:
-                time.sleep(this.delay_s)
-            this.exited_before_kill = run.process.poll()
-            run.kill()
-            this.offsets_left = (sorted(p.name for p in first_offsets.iterdir())
-                                 if commits is None and first_offsets.is_dir() else [])
-            if this.exited_before_kill is None or not PORT_CLASH.search(run.output):
-                break
-            time.sleep(rng.uniform(5, 15))  # another embedded server took port 15002
+        run = launch()
+        ok = reached(run, this, commits)
+        if ok and run.process.poll() is None:
+            time.sleep(this.delay_s)
+        this.exited_before_kill = run.process.poll()
+        run.kill()
+        this.offsets_left = (sorted(p.name for p in first_offsets.iterdir())
+                             if commits is None and first_offsets.is_dir() else [])
         assert ok, f"round {this.round}: no {moment} in 300 s:\n{run.output[-3000:]}"
         if this.exited_before_kill not in (None, 0):
             pytest.fail(f"round {this.round}: the run failed before the kill:\n"
@@ -369,19 +332,15 @@ def test_killed_runs_then_a_complete_run_hold_every_record_once(tmp_path: Path) 
         print(f"kill round {this}", flush=True)
 
     add_files(2)  # more data arrives before the run that completes
-    for _attempt in range(3):
-        final = launch()
-        code = final.wait(600)
-        if code == 0 or not PORT_CLASH.search(final.output):
-            break
-        time.sleep(rng.uniform(5, 15))
+    final = launch()
+    code = final.wait(600)
     files = len(records) // records_per_file
     report = f"seed {seed}; rounds {history}\n"
     assert code == 0, report + final.output[-5000:]
     assert "Run is COMPLETED" in final.output, report + final.output[-3000:]
     assert any(r.mid_update for r in history), (
         report + "no kill landed after some but not all of an update's batches")
-    tables = read_all_tables(project)
+    tables = read_stored_tables(spark_server.session(), project / "spark-warehouse")
     assert_tables_match(tables, oracle(records), report)
     # About one micro-batch per file in every flow (maxFilesPerTrigger=1). A kill between
     # the file source's own log and the query's offset log makes the first batch after

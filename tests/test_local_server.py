@@ -7,7 +7,7 @@ without Spark.
 sdp-expect asks a server (who are you: its ``--conf`` settings) and runs until
 SIGTERM. So the lock between runs of one project, the warm server and its
 record, the clean-up of servers left behind and the errors are checked in
-seconds; ``tests/test_cli_parallel.py`` runs the same with Spark.
+seconds; ``tests/test_cli_run_report.py`` runs the same with Spark.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import os
 import signal
 import subprocess
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import IO, Any, Iterator
 
 import pytest
-from cli_helpers import fake_args, fake_commands, sdp_expect, sdp_expect_script
+from cli_helpers import fake_args, fake_commands, process_alive, sdp_expect, sdp_expect_script
 
 from sdp_expect.cli.local_server import RECORD_FILE, ServerRecord, read_record, write_record
 from sdp_expect.cli.spark_pipelines import build_command, split_options
@@ -50,19 +49,11 @@ def env(tmp_path: Path) -> dict[str, str]:
     return dict(found, FAKE_LINES=str(events))
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def gone(pid: int, timeout: float = 10.0) -> bool:
     deadline = time.monotonic() + timeout
-    while alive(pid) and time.monotonic() < deadline:
+    while process_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    return not alive(pid)
+    return not process_alive(pid)
 
 
 def json_run(*args: str, cwd: Path, env: dict[str, str]) -> tuple[int, dict[str, Any], str]:
@@ -120,6 +111,36 @@ def test_a_run_on_the_projects_server_starts_the_pipelines_program_directly(
         "sp", "run", "--spec", str(spec), "--py-files", "lib.zip", "--remote", "sc://localhost:1"]
     assert not build_command("run", load_project(spec), ["--py-files", "lib.zip"],
                              environ=environ).client
+
+
+def test_a_run_on_the_users_remote_server_starts_the_pipelines_program_directly(
+        project: Path) -> None:
+    spec = project / "spark-pipeline.yml"
+    environ = {"PATH": "/bin", "PYSPARK_PYTHON": "/usr/bin/python3"}
+    remote = "sc://spark.example:15002/;token=abc"
+    invocation = build_command("run", load_project(spec), [
+        "--full-refresh", "a", "--remote", remote, "-c", "x.y=z", "--refresh=b"],
+        environ=environ)
+    assert not invocation.local and invocation.remote == remote
+    assert invocation.command == [
+        "/usr/bin/python3", "-m", "sdp_expect.cli.pipelines_client", "run", "--spec", str(spec),
+        "--full-refresh", "a", "--refresh=b"]
+    assert invocation.env["SPARK_REMOTE"] == remote
+    assert json.loads(invocation.env["PYSPARK_REMOTE_INIT_CONF_0"]) == {
+        "x.y": "z", "spark.remote": remote, "spark.api.mode": "connect"}
+    assert invocation.confs == {"x.y": "z"}  # no local default: the server has its catalog
+    assert "SPARK_SUBMIT_OPTS" not in invocation.env
+    # --remote=URL is the same option
+    spelled = build_command("dry-run", load_project(spec), [f"--remote={remote}"],
+                            environ=environ)
+    assert spelled.command[-3:] == ["dry-run", "--spec", str(spec)]
+    # An option only spark-submit reads, or a chosen command: spark-pipelines --remote runs
+    for options, env in [(["--remote", remote, "--py-files", "lib.zip"], environ),
+                         (["--remote", remote], {**environ, "SDP_EXPECT_SPARK_PIPELINES": "sp"})]:
+        launched = build_command("run", load_project(spec), options, environ=env)
+        assert launched.command[-2:] == ["--remote", remote] or (
+            launched.command[-4:] == ["--remote", remote, "--py-files", "lib.zip"]), options
+        assert "SPARK_REMOTE" not in launched.env, options
 
 
 def test_a_run_waits_for_another_run_of_the_same_project(project: Path,
@@ -183,7 +204,7 @@ def test_runs_use_the_warm_server_until_it_is_stopped(project: Path,
                          cwd=project, env=env)
     assert started.returncode == 0, started.stdout + started.stderr
     record = read_record(project.resolve())
-    assert record is not None and record.kept and alive(record.pid)
+    assert record is not None and record.kept and process_alive(record.pid)
     assert (project / RECORD_FILE).stat().st_mode & 0o077 == 0  # it holds the token
     server = fake_args(env, "FAKE_SERVER_ARGS")
     assert "-Dspark.python.worker.reuse=false" in server["opts"]
@@ -197,7 +218,7 @@ def test_runs_use_the_warm_server_until_it_is_stopped(project: Path,
         args = fake_args(env)
         assert args["argv"][-2:] == ["--remote", f"sc://localhost:{record.port}"]
         assert args["token"] == record.token
-    assert alive(record.pid)  # a run leaves the warm server up
+    assert process_alive(record.pid)  # a run leaves the warm server up
     # Other server options than serve's: the warm server cannot take them
     status, document, _ = json_run("run", "--conf", "spark.sql.shuffle.partitions=9",
                                    cwd=project, env=env)
@@ -262,7 +283,7 @@ def test_a_stopped_command_stops_its_server(project: Path, env: dict[str, str],
             assert running.poll() is None and time.monotonic() < deadline, running.communicate()
             time.sleep(0.1)
         record = read_record(project.resolve())
-        assert record is not None and alive(record.pid)
+        assert record is not None and process_alive(record.pid)
         running.send_signal(signal.SIGTERM)
         running.wait(60)
     finally:

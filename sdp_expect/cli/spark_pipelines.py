@@ -238,9 +238,10 @@ class Invocation:
         not set), which the project's server starts with.
     :param server_url: The project's server that the run goes to, once there is one
         (:meth:`through`).
-    :param client: For a local run, the command of pyspark's pipelines program run
-        directly (:mod:`sdp_expect.cli.pipelines_client`), when nothing needs
-        ``spark-pipelines``' launcher; empty otherwise.
+    :param client: The command of pyspark's pipelines program run directly
+        (:mod:`sdp_expect.cli.pipelines_client`), when nothing needs
+        ``spark-pipelines``' launcher; empty otherwise. A local run's :meth:`through`
+        takes it; a run on the user's ``--remote`` server has it as its ``command``.
     """
 
     command: list[str]
@@ -270,14 +271,18 @@ class Invocation:
         if not self.client:
             return replace(self, command=[*self.command, "--remote", url], env=env,
                            server_url=url)
-        given = {key: value for key, value in self.confs.items() if key not in self.defaults}
-        # What spark-submit hands the Python program of spark-pipelines --remote; the
-        # settings in one group, so that none is lost (pyspark reads only the last one).
-        env["SPARK_REMOTE"] = url
-        env["PYSPARK_REMOTE_INIT_CONF_LEN"] = "1"
-        env["PYSPARK_REMOTE_INIT_CONF_0"] = json.dumps(
-            {**given, "spark.remote": url, "spark.api.mode": "connect"})
-        return replace(self, command=list(self.client), env=env, server_url=url)
+        return replace(self, command=list(self.client), env=_client_env(env, url, {
+            key: value for key, value in self.confs.items() if key not in self.defaults}),
+            server_url=url)
+
+
+def _client_env(env: Mapping[str, str], url: str, confs: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with what ``spark-submit`` hands the Python program of ``spark-pipelines
+    --remote url``: the server's URL and the user's settings ``confs``, in one group, so
+    that none is lost (pyspark reads only the last group)."""
+    return {**env, "SPARK_REMOTE": url, "PYSPARK_REMOTE_INIT_CONF_LEN": "1",
+            "PYSPARK_REMOTE_INIT_CONF_0": json.dumps(
+                {**confs, "spark.remote": url, "spark.api.mode": "connect"})}
 
 
 def build_command(action: str, project: Project, passthrough: Sequence[str], *,
@@ -314,17 +319,38 @@ def build_command(action: str, project: Project, passthrough: Sequence[str], *,
     # import the project's own modules (`from utilities import helpers`).
     env["PYTHONPATH"] = os.pathsep.join(
         part for part in (str(project.folder), env.get("PYTHONPATH", "")) if part)
-    client: list[str] = []
     if local:
         for key in CHILD_STATE_VARIABLES:
             env.pop(key, None)
-        pipeline_options = _pipeline_options(run_options)
-        if chosen is None and pipeline_options is not None:
-            python = env.get("PYSPARK_DRIVER_PYTHON") or env["PYSPARK_PYTHON"]
-            client = [python, "-m", "sdp_expect.cli.pipelines_client", action, "--spec",
-                      str(project.spec), *pipeline_options]
+    # pyspark's pipelines program run directly, when only its own options and --conf
+    # settings are given: spark-submit, and the launcher before it, would start two
+    # Java processes only to start it (2-3 s of every run, pipelines_client).
+    pipeline_options = _pipeline_options(run_options if local else _without_remote(run_options))
+    client: list[str] = []
+    if chosen is None and pipeline_options is not None:
+        python = env.get("PYSPARK_DRIVER_PYTHON") or env["PYSPARK_PYTHON"]
+        client = [python, "-m", "sdp_expect.cli.pipelines_client", action, "--spec",
+                  str(project.spec), *pipeline_options]
+    if not local and client and remote is not None:
+        # The user's server is known already: the run goes to it directly.
+        return Invocation(command=client, confs=given, remote=remote,
+                          env=_client_env(env, remote, given), client=client)
     return Invocation(command=command, confs={**added, **given}, remote=remote, env=env,
                       server_options=server_options, defaults=added, client=client)
+
+
+def _without_remote(options: Sequence[str]) -> list[str]:
+    """``options`` without their ``--remote URL`` (or ``--remote=URL``)."""
+    kept: list[str] = []
+    index = 0
+    while index < len(options):
+        if options[index] == "--remote":
+            index += 2
+            continue
+        if not options[index].startswith("--remote="):
+            kept.append(options[index])
+        index += 1
+    return kept
 
 
 PIPELINE_OPTIONS = {"--full-refresh": True, "--full-refresh-all": False, "--refresh": True}
