@@ -23,7 +23,7 @@ a. by hand: ``silver`` over ``spark.read.table("bronze")`` written with
    ``select``, ``filter`` and ``groupBy`` only, which needs no routing;
 b. routed: the same ``silver`` written the Lakeflow way, ``withColumn``,
    ``withColumnRenamed``, ``drop``, ``fillna({...})``, ``dropna(subset=...)``,
-   ``dropDuplicates()``, which sdp-expect rewrites (``sdp_expect/routing.py``;
+   ``dropDuplicates()``, which sdp-expect rewrites (``sdp_expect/spark/routing.py``;
    ``dropDuplicates`` only on Spark 4.1 and 4.2: Spark 4.3 plans it lazily itself).
 
 It prints the median seconds of each update (the run without the registration)
@@ -62,9 +62,9 @@ from pyspark.sql.connect.session import SparkSession
 from sdp_runner import Pipeline, RunResult, SparkServer
 
 from sdp_expect import pipelines as dp
-from sdp_expect.early_binding import EARLY_BINDING_RELATIONS
-from sdp_expect.routing import is_route_name
-from sdp_expect.spark_version import spark_has
+from sdp_expect.base.spark_version import spark_has
+from sdp_expect.spark.early_binding import EARLY_BINDING_RELATIONS
+from sdp_expect.spark.routing import is_route_name
 
 Definitions = Callable[[SparkSession], None]
 

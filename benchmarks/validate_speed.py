@@ -6,7 +6,7 @@ Run from the repository root::
 
 It writes the rules in the list format (YAML, and the same rules as JSON), and
 as ``CONSTRAINT ... EXPECT`` clauses of one Databricks SQL materialized view,
-to a temporary directory, times :func:`sdp_expect.validate.validate_paths` on
+to a temporary directory, times :func:`sdp_expect.checks.validate.validate_paths` on
 each file ``--repeat`` times and prints the median. The target is under one
 second for 1,000 rules.
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sdp_expect.validate import validate_paths
+from sdp_expect.checks.validate import validate_paths
 
 ACTIONS = ("warn", "drop", "fail")
 TARGET_SECONDS = 1.0

@@ -7,8 +7,8 @@ Use it as a drop-in for ``pyspark.pipelines``::
 or, for Delta Live Tables code, ``from sdp_expect import dlt``.
 """
 
-from sdp_expect.errors import SdpExpectError
-from sdp_expect.model import Action, Expectation
+from sdp_expect.base.errors import SdpExpectError
+from sdp_expect.core.model import Action, Expectation
 
 __version__ = "0.1.0"
 

@@ -30,9 +30,9 @@ from pyspark.pipelines.source_code_location import (
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
-from sdp_expect.emit_python import DATASET_DECORATORS, emit, returning
-from sdp_expect.errors import Location, SdpExpectError
-from sdp_expect.model import (
+from sdp_expect.base.errors import Location, SdpExpectError
+from sdp_expect.base.spark_version import SCD_TYPE_2, spark_has
+from sdp_expect.core.model import (
     GROUP_DECORATORS,
     Action,
     Aggregate,
@@ -47,7 +47,7 @@ from sdp_expect.model import (
     WholeCheck,
     make_expectation,
 )
-from sdp_expect.plan import (
+from sdp_expect.core.planner import (
     Where,
     plan_append_flow,
     plan_auto_cdc_flow,
@@ -55,7 +55,8 @@ from sdp_expect.plan import (
     plan_declared_table,
     plan_unchecked_dataset,
 )
-from sdp_expect.registration import (
+from sdp_expect.emit.python import DATASET_DECORATORS, emit, returning
+from sdp_expect.spark.registration import (
     evaluate_query,
     graph_state,
     is_streaming,
@@ -63,7 +64,6 @@ from sdp_expect.registration import (
     note_datasets,
     registering,
 )
-from sdp_expect.spark_version import SCD_TYPE_2, spark_has
 
 QueryFunction = Callable[[], DataFrame]
 Decorator = Callable[[QueryFunction], QueryFunction]

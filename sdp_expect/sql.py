@@ -24,17 +24,17 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
+from sdp_expect.base.errors import Location, SdpExpectError
+from sdp_expect.base.options import PipelineOptions, read_options
+from sdp_expect.base.spark_version import WATERMARK_IN_HIVE_SESSION, spark_has
+from sdp_expect.core.planner import PlanState
 from sdp_expect.dbsql.parse import parse, read_file
-from sdp_expect.dbsql.render import (
+from sdp_expect.dbsql.statements import DatasetStatement, Statement
+from sdp_expect.emit.sql import (
     DEFAULT_FLOW_SETTINGS,
     Translation,
     Translator,
 )
-from sdp_expect.dbsql.statements import DatasetStatement, Statement
-from sdp_expect.errors import Location, SdpExpectError
-from sdp_expect.options import PipelineOptions, read_options
-from sdp_expect.plan import PlanState
-from sdp_expect.spark_version import WATERMARK_IN_HIVE_SESSION, spark_has
 
 __all__ = ["Translation", "include", "translate", "translate_files", "translation_errors"]
 
@@ -62,7 +62,7 @@ def include(pattern: str) -> list[Translation]:
     """
     from pyspark.pipelines.source_code_location import get_caller_source_code_location
 
-    from sdp_expect.registration import graph_state, note_datasets, real_registry
+    from sdp_expect.spark.registration import graph_state, note_datasets, real_registry
 
     caller = get_caller_source_code_location(stacklevel=1)
     base_dir = os.path.dirname(os.path.abspath(caller.filename))
@@ -160,7 +160,7 @@ def _translator(conf: Optional[Mapping[str, str]], spark_version: Optional[str])
 
 def _settings(conf: Optional[Mapping[str, str]]) -> tuple[PipelineOptions, dict[str, str]]:
     """The pipeline settings, and the values of the Spark settings some flows change
-    (:data:`~sdp_expect.dbsql.render.DEFAULT_FLOW_SETTINGS`), that ``conf`` gives."""
+    (:data:`~sdp_expect.emit.sql.DEFAULT_FLOW_SETTINGS`), that ``conf`` gives."""
     given = dict(conf or {})
     return read_options(given.get), {key: given.get(key, default)
                                      for key, default in DEFAULT_FLOW_SETTINGS.items()}
@@ -200,7 +200,7 @@ def _shown(path: str) -> str:
 
 def _pipeline_flow_settings(registry: Any) -> dict[str, str]:
     """The pipeline's values of the Spark settings some flows change
-    (:data:`~sdp_expect.dbsql.render.DEFAULT_FLOW_SETTINGS`), from the Spark session of
+    (:data:`~sdp_expect.emit.sql.DEFAULT_FLOW_SETTINGS`), from the Spark session of
     the graph's ``registry``; Spark's defaults for those it cannot read."""
     from pyspark.sql import SparkSession
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterable
 
-from sdp_expect.options import PipelineOptions
-from sdp_expect.plan import PlanState
+from sdp_expect.base.options import PipelineOptions
+from sdp_expect.core.planner import PlanState
 
 Row = dict[str, Any]
 

@@ -384,7 +384,7 @@ def read_all_tables(project: Path) -> dict[str, list[dict[str, Any]]]:
     require_own_jvm("read_all_tables()")
     from pyspark.sql.connect.session import SparkSession
 
-    from sdp_expect.cli.local_server import read_record
+    from sdp_expect.runtime.local_server import read_record
 
     record = read_record(project.resolve())
     assert record is not None and record.kept, (

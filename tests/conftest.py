@@ -90,7 +90,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test with its tier and skip the line-bound ones off their line; then put
     the files with the slowest tiers first (a test file stays in one worker of
     ``pytest -n``: the longest go first so that the workers end together)."""
-    from sdp_expect.spark_version import spark_has
+    from sdp_expect.base.spark_version import spark_has
 
     on_oldest = not spark_has((4, 2))
     rank: dict[str, int] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from sdp_expect.sqltokens import TokenKind, tokenize
+from sdp_expect.base.sqltokens import TokenKind, tokenize
 
 
 def statements_of(text: str) -> list[str]:

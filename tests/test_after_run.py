@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sdp_expect.cli.after_run import DONE_STATES, all_flows_completed
-from sdp_expect.cli.spark_pipelines import EventLog
+from sdp_expect.runtime.spark_pipelines import EventLog
 
 STATES = ["QUEUED", "PLANNING", "STARTING", "RUNNING", "COMPLETED", "FAILED", "SKIPPED",
           "STOPPED", "EXCLUDED", "IDLE"]

@@ -19,9 +19,11 @@ from sdp_runner import MakePipeline
 from test_no_analysis import watched_rpcs
 
 from sdp_expect import pipelines as dp
-from sdp_expect.compiler import RuleLogic
-from sdp_expect.errors import SdpExpectError
-from sdp_expect.model import (
+from sdp_expect.base.errors import SdpExpectError
+from sdp_expect.base.options import PipelineOptions
+from sdp_expect.base.violation import format_dataset_rule_message
+from sdp_expect.core.compiler import RuleLogic
+from sdp_expect.core.model import (
     Action,
     Aggregate,
     DatasetKind,
@@ -29,15 +31,13 @@ from sdp_expect.model import (
     RowCount,
     make_expectation,
 )
-from sdp_expect.options import PipelineOptions
-from sdp_expect.plan import PlanState, Step, plan_dataset
+from sdp_expect.core.planner import PlanState, Step, plan_dataset
+from sdp_expect.quality.summary import TableReading
 from sdp_expect.report.as_json import report_dict
 from sdp_expect.report.build import build_report
 from sdp_expect.report.html import render_html
-from sdp_expect.report.model import TableReading
 from sdp_expect.report.reader import _collect
 from sdp_expect.report.text import to_text
-from sdp_expect.violation import format_dataset_rule_message
 
 SCHEMA = "id INT, amount INT, status STRING"
 Row = tuple[int, Optional[int], Optional[str]]

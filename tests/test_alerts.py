@@ -16,12 +16,12 @@ from cli_helpers import WebhookReceiver, closed_port, sdp_expect
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sdp_expect.base.errors import SdpExpectError
+from sdp_expect.base.project import UsageProblem
 from sdp_expect.cli.exit_codes import EXIT_ALERT, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from sdp_expect.cli.run import status_with_alerts
 from sdp_expect.cli.webhook import RETRY_PAUSES, alert_settings, deliver, post_alert
-from sdp_expect.errors import SdpExpectError
-from sdp_expect.project import UsageProblem
-from sdp_expect.report.alerts import (
+from sdp_expect.quality.alerts import (
     MESSAGE_SCHEMA,
     evaluate_alerts,
     percent_text,
@@ -29,8 +29,8 @@ from sdp_expect.report.alerts import (
     read_alert_settings,
     unmatched_alert_keys,
 )
+from sdp_expect.quality.trends import rule_trends
 from sdp_expect.report.comparison import add_trends, alert_lines, comparison_lines, trend_dict
-from sdp_expect.report.trends import rule_trends
 
 T0 = datetime.datetime(2026, 12, 1, 8, 0, 0)
 P = "sdp_expect.alert."

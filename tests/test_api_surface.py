@@ -60,7 +60,7 @@ def test_the_package_ships_py_typed() -> None:
 
 
 def test_every_error_code_is_documented() -> None:
-    from sdp_expect.errors import ERROR_CATALOGUE
+    from sdp_expect.base.errors import ERROR_CATALOGUE
 
     documented = (Path(__file__).resolve().parent.parent / "docs" / "errors.md").read_text()
     for code, spec in ERROR_CATALOGUE.items():

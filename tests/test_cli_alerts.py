@@ -21,7 +21,7 @@ from cli_helpers import (
     write_project,
 )
 
-from sdp_expect import names
+from sdp_expect.base import names
 
 pytestmark = [pytest.mark.usefixtures("own_jvm"), pytest.mark.timeout(1800)]
 

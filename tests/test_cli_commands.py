@@ -19,14 +19,14 @@ import pytest
 from cli_helpers import fake_args, fake_commands, process_alive, sdp_expect
 
 from sdp_expect import cli
-from sdp_expect.cli.spark_pipelines import EventLog, build_command, user_confs
-from sdp_expect.project import Project, find_spec
+from sdp_expect.base.project import Project, find_spec
+from sdp_expect.base.violation import Violation
+from sdp_expect.quality.summary import FAILED, LAST_SUCCESS, NO_SUCCESS, UPDATED, TableReading
 from sdp_expect.report.as_json import to_json
 from sdp_expect.report.build import build_report
 from sdp_expect.report.html import render_html
-from sdp_expect.report.model import FAILED, LAST_SUCCESS, NO_SUCCESS, UPDATED, TableReading
 from sdp_expect.report.text import to_text
-from sdp_expect.violation import Violation
+from sdp_expect.runtime.spark_pipelines import EventLog, build_command, user_confs
 
 VIOLATION_LINE = (
     "pyspark.errors.exceptions.connect.SparkRuntimeException: [USER_RAISED_EXCEPTION] "

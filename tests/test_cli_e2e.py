@@ -27,7 +27,7 @@ from cli_helpers import (
 from sdp_runner import copy_project
 
 from sdp_expect.cli.after_run import all_flows_completed
-from sdp_expect.cli.spark_pipelines import EventLog
+from sdp_expect.runtime.spark_pipelines import EventLog
 
 REPO = Path(__file__).resolve().parent.parent
 SPARK = tuple(int(part) for part in pyspark.__version__.split(".")[:2])

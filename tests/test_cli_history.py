@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from cli_helpers import NEWEST_LINE, sdp_expect, served, write_project
 
-from sdp_expect import names
+from sdp_expect.base import names
 
 pytestmark = [pytest.mark.usefixtures("own_jvm"), pytest.mark.timeout(1800)]
 

@@ -51,8 +51,8 @@ from cli_helpers import (
 from pyspark.sql import SparkSession
 from sdp_runner import SparkServer
 
-from sdp_expect import names
-from sdp_expect.cli.local_server import read_record
+from sdp_expect.base import names
+from sdp_expect.runtime.local_server import read_record
 
 EXAMPLE = "spark42"
 

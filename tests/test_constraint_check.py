@@ -1,4 +1,4 @@
-"""Tests of the static constraint checker (sdp_expect.constraint_check)."""
+"""Tests of the static constraint checker (sdp_expect.core.constraint_check)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sdp_runner import SparkServer
 
-from sdp_expect.constraint_check import ConstraintProblem, check_constraint
+from sdp_expect.core.constraint_check import ConstraintProblem, check_constraint
 
 MALFORMED = "SDPX-VAL-011"
 REJECTED = "SDPX-VAL-010"

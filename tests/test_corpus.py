@@ -40,7 +40,7 @@ from corpus_oracle import ORACLES, Expected, Table, batch_log_sums
 from pyspark.sql.connect.session import SparkSession
 from sdp_runner import SparkServer, copy_project
 
-from sdp_expect.names import EVENT_LOG_VIEW, HISTORY_TABLE
+from sdp_expect.base.names import EVENT_LOG_VIEW, HISTORY_TABLE
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 UPDATES = ("1", "2", "3")

@@ -1,9 +1,9 @@
 """The ``[EXPECTATION_DATASET_RULE_FAILED]`` message: its writer and its reader, without Spark.
 
-:func:`sdp_expect.violation.format_dataset_rule_message` writes what Spark raises for a
+:func:`sdp_expect.base.violation.format_dataset_rule_message` writes what Spark raises for a
 flow whose fail rules on the dataset as a whole do not hold (``tests/test_aggregate_rules.py``
 checks it against real runs; ``tests/test_dataset_rule_report.py`` reads real captures);
-:func:`~sdp_expect.violation.find_dataset_rule_failures` reads it back for ``sdp-expect
+:func:`~sdp_expect.base.violation.find_dataset_rule_failures` reads it back for ``sdp-expect
 run``. The reader must be the exact inverse of the writer, whatever the names, the
 observed values and the bounds, and must read nothing else: text around it is skipped,
 and a cut message reads as nothing rather than as a wrong value.
@@ -16,8 +16,7 @@ from typing import Optional
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from sdp_expect.model import RowCount
-from sdp_expect.violation import (
+from sdp_expect.base.violation import (
     DATASET_RULE_TAG,
     TAG,
     TOLERANCE_TAG,
@@ -31,6 +30,7 @@ from sdp_expect.violation import (
     format_dataset_rule_message,
     parse_dataset_rule_message,
 )
+from sdp_expect.core.model import RowCount
 
 TRICKY = [
     "it's", "a; b", "'; '", "a': observed 0, expected at least 1", ": observed ", ";", "'",

@@ -33,19 +33,19 @@ from cli_helpers import (
     write_project,
 )
 
-from sdp_expect.cli.spark_pipelines import EventLog
-from sdp_expect.report.as_json import report_dict
-from sdp_expect.report.build import build_report
-from sdp_expect.report.html import render_html
-from sdp_expect.report.model import FAILED, NO_SUCCESS, QualityReport, TableReading
-from sdp_expect.report.reader import load_history, save_history
-from sdp_expect.report.text import to_text
-from sdp_expect.violation import (
+from sdp_expect.base.violation import (
     DatasetRuleFailure,
     DatasetRulePart,
     find_dataset_rule_failures,
     format_dataset_rule_failure,
 )
+from sdp_expect.quality.summary import FAILED, NO_SUCCESS, QualityReport, TableReading
+from sdp_expect.report.as_json import report_dict
+from sdp_expect.report.build import build_report
+from sdp_expect.report.html import render_html
+from sdp_expect.report.reader import load_history, save_history
+from sdp_expect.report.text import to_text
+from sdp_expect.runtime.spark_pipelines import EventLog
 
 FIXTURES = REPO / "tests" / "fixtures" / "spark_output"
 REPLAY = """\

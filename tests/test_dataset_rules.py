@@ -19,14 +19,14 @@ from sdp_runner import MakePipeline
 from test_no_analysis import watched_rpcs
 
 from sdp_expect import pipelines as dp
-from sdp_expect.errors import SdpExpectError
-from sdp_expect.model import Action, parse_tolerance
-from sdp_expect.violation import (
+from sdp_expect.base.errors import SdpExpectError
+from sdp_expect.base.violation import (
     TolerancePart,
     Violation,
     format_message,
     format_tolerance_message,
 )
+from sdp_expect.core.model import Action, parse_tolerance
 
 SCHEMA = "id INT, a INT, b STRING, amount INT"
 REF_SCHEMA = "a INT, b STRING"
@@ -207,7 +207,7 @@ def test_a_unique_key_on_a_streaming_table_and_key_rules_on_a_temporary_view_are
     (lambda: dp.references("customers", "a", "b", to="id"), "SDPX-VAL-016"),
 ])
 def test_a_malformed_key_rule_is_a_coded_error_naming_the_rule(rule: Any, code: str) -> None:
-    from sdp_expect.model import make_expectation
+    from sdp_expect.core.model import make_expectation
 
     with pytest.raises(SdpExpectError) as raised:
         make_expectation("k", rule(), Action.DROP, dataset="orders")

@@ -34,7 +34,7 @@ from sdp_runner import Definitions, MakePipeline
 
 from sdp_expect import SdpExpectError, dlt
 from sdp_expect import pipelines as dp
-from sdp_expect.spark_version import spark_has
+from sdp_expect.base.spark_version import spark_has
 
 Case = Callable[[Any], DataFrame]
 
@@ -184,7 +184,7 @@ BOUND = {
     "stream withColumn", "stream withColumnRenamed", "stream drop", "stream fillna",
     "stream dropna", "stream dropDuplicates", "stream withWatermark",
 } | (set() if spark_has((4, 3)) else DEDUPLICATE)  # deduplication waits from Spark 4.3
-# What sdp-expect makes wait (sdp_expect.routing): the reads under these methods go through
+# What sdp-expect makes wait (sdp_expect.spark.routing): the reads under these methods go through
 # graph-only views, and drop, na.fill, na.drop and deduplication become lazily planned
 # forms. The rest of BOUND stays SDPX-DEF-110 (docs/early-binding.md says why).
 REWRITTEN = {
@@ -519,7 +519,7 @@ def _definition_error(make_pipeline: MakePipeline, define: Definitions) -> SdpEx
     ("`a``b`", "a`b"), ("LIVE.bronze", "bronze"),
 ])
 def test_table_names_are_read_like_spark_reads_them(identifier: str, name: str) -> None:
-    from sdp_expect.early_binding import table_name
+    from sdp_expect.spark.early_binding import table_name
 
     assert table_name(identifier) == name
 

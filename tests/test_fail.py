@@ -253,7 +253,7 @@ def test_a_fail_rule_sees_only_the_records_the_query_keeps_on_a_wide_table(
     ``isnotnull(region)`` from it nor skips parquet row groups with it). Spark combines
     adjacent filters into one conjunction, and without generated code a conjunction with
     a NULL left side evaluates its right side: the fail check would then stop the
-    update for a record that is not in the dataset (sdp_expect.compiler.CHECK_BARRIER).
+    update for a record that is not in the dataset (sdp_expect.core.compiler.CHECK_BARRIER).
     Batch and streaming."""
     schema = SCHEMA + ", " + ", ".join(f"{c} INT" for c in WIDE_COLUMNS)
     rows = [(1, 5, "eu", "kept", *range(120)), (None, 7, None, "left out", *range(120)),

@@ -15,10 +15,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql.connect.session import SparkSession
 from sdp_runner import MakePipeline, Pipeline
 
-from sdp_expect import names
 from sdp_expect import pipelines as dp
-from sdp_expect.report.build import build_report, completed_metrics_tables
-from sdp_expect.report.history_table import (
+from sdp_expect.base import names
+from sdp_expect.quality.history_table import (
     HISTORY_COLUMNS,
     MATERIALIZED_VIEW,
     STREAMING_TABLE,
@@ -28,7 +27,8 @@ from sdp_expect.report.history_table import (
     record_history,
     updated_metrics_tables,
 )
-from sdp_expect.report.model import TableReading
+from sdp_expect.quality.summary import TableReading
+from sdp_expect.report.build import build_report, completed_metrics_tables
 
 SCHEMA = "id INT, amount INT"
 Row = tuple[Optional[int], Optional[int]]

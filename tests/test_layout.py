@@ -1,5 +1,5 @@
 """The project's layout, checked before Spark starts: files that spark-pipelines
-would refuse or misread inside the spec's libraries (sdp_expect.layout)."""
+would refuse or misread inside the spec's libraries (sdp_expect.checks.layout)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 from cli_helpers import sdp_expect
 
-from sdp_expect.layout import layout_problems
-from sdp_expect.validate import validate_paths
+from sdp_expect.checks.layout import layout_problems
+from sdp_expect.checks.validate import validate_paths
 
 SPEC = "name: p\nlibraries:\n  - glob:\n      include: transformations/**\n"
 DATABRICKS_SQL = textwrap.dedent("""\

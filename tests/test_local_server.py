@@ -24,9 +24,9 @@ from typing import IO, Any, Iterator
 import pytest
 from cli_helpers import fake_args, fake_commands, process_alive, sdp_expect, sdp_expect_script
 
-from sdp_expect.cli.local_server import RECORD_FILE, ServerRecord, read_record, write_record
-from sdp_expect.cli.spark_pipelines import build_command, split_options
-from sdp_expect.project import load_project
+from sdp_expect.base.project import load_project
+from sdp_expect.runtime.local_server import RECORD_FILE, ServerRecord, read_record, write_record
+from sdp_expect.runtime.spark_pipelines import build_command, split_options
 
 EVENTS = "2026-01-01 10:00:00: Run is COMPLETED.\n"
 
@@ -94,7 +94,7 @@ def test_a_run_on_the_projects_server_starts_the_pipelines_program_directly(
     assert invocation.server_options == ["--conf", "spark.sql.shuffle.partitions=3",
                                          "--master", "local[2]", "-c", "x.y=z"]
     ran = invocation.through("sc://localhost:4242", "secret")
-    assert ran.command == ["/usr/bin/python3", "-m", "sdp_expect.cli.pipelines_client", "run",
+    assert ran.command == ["/usr/bin/python3", "-m", "sdp_expect.runtime.pipelines_client", "run",
                            "--spec", str(spec), "--full-refresh", "a", "--refresh=b"]
     assert ran.server_url == "sc://localhost:4242"
     assert ran.env["SPARK_REMOTE"] == "sc://localhost:4242"
@@ -123,7 +123,7 @@ def test_a_run_on_the_users_remote_server_starts_the_pipelines_program_directly(
         environ=environ)
     assert not invocation.local and invocation.remote == remote
     assert invocation.command == [
-        "/usr/bin/python3", "-m", "sdp_expect.cli.pipelines_client", "run", "--spec", str(spec),
+        "/usr/bin/python3", "-m", "sdp_expect.runtime.pipelines_client", "run", "--spec", str(spec),
         "--full-refresh", "a", "--refresh=b"]
     assert invocation.env["SPARK_REMOTE"] == remote
     assert json.loads(invocation.env["PYSPARK_REMOTE_INIT_CONF_0"]) == {

@@ -1,6 +1,6 @@
 """An error's place is a value (file, line, column, rule), never text read back.
 
-The SQL reader gives every error a :class:`~sdp_expect.errors.Location`;
+The SQL reader gives every error a :class:`~sdp_expect.base.errors.Location`;
 ``validate`` and ``migrate`` read its fields. The coded error that stops a
 pipeline's definition is recorded, as values, in the definitions file that
 ``sdp-expect run`` / ``dry-run`` read (``definition_errors`` of ``--format json``).
@@ -19,10 +19,10 @@ from cli_helpers import repo_env
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sdp_expect.base.definitions import DEFINITIONS_VARIABLE
+from sdp_expect.base.errors import Location, SdpExpectError
+from sdp_expect.checks.sql_files import check_sql_file
 from sdp_expect.dbsql.parse import check
-from sdp_expect.definitions import DEFINITIONS_VARIABLE
-from sdp_expect.errors import Location, SdpExpectError
-from sdp_expect.validate_sql import check_sql_file
 
 FILES = st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=20)
 NUMBERS = st.one_of(st.none(), st.integers(min_value=1, max_value=10**6))
@@ -89,8 +89,8 @@ def test_every_sql_error_has_its_place_and_validate_shows_those_values(tmp_path:
 def test_the_error_that_stops_a_definition_is_recorded_as_values(tmp_path: Path) -> None:
     definitions = tmp_path / "definitions.jsonl"
     script = textwrap.dedent("""
-        import sdp_expect.registration  # installs the recorder (a definitions file is set)
-        from sdp_expect.errors import Location, SdpExpectError
+        import sdp_expect.spark.registration  # installs the recorder (a definitions file is set)
+        from sdp_expect.base.errors import Location, SdpExpectError
         try:
             raise SdpExpectError("SDPX-DEF-105", dataset="t", location=Location("f.py", 9))
         except SdpExpectError as error:

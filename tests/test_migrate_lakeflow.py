@@ -20,7 +20,7 @@ from typing import Any, Callable
 import pytest
 from cli_helpers import NEWEST_LINE, REPO, sdp_expect, served
 
-from sdp_expect.databricks_functions import DATABRICKS_ONLY_SQL_FUNCTIONS
+from sdp_expect.base.databricks_functions import DATABRICKS_ONLY_SQL_FUNCTIONS
 from sdp_expect.migrate import CHANGED, NOT_CONVERTED, MigrationResult, migrate
 
 LAKEFLOW = REPO / "tests" / "fixtures" / "lakeflow"

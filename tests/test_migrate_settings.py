@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 import yaml
 
-from sdp_expect.databricks_functions import DATABRICKS_ONLY_SQL_FUNCTIONS
-from sdp_expect.errors import Location
-from sdp_expect.layout import layout_problems
+from sdp_expect.base.databricks_functions import DATABRICKS_ONLY_SQL_FUNCTIONS
+from sdp_expect.base.errors import Location
+from sdp_expect.base.project import UNSET_VALUE
+from sdp_expect.checks.layout import layout_problems
 from sdp_expect.migrate import migrate
 from sdp_expect.migrate.result import NOT_CONVERTED
-from sdp_expect.project import UNSET_VALUE
 
 PIPELINE = '''\
 from pyspark import pipelines as dp

@@ -1,4 +1,4 @@
-"""The one planner of the companion graph (``sdp_expect.plan``), without Spark.
+"""The one planner of the companion graph (``sdp_expect.core.planner``), without Spark.
 
 The Python API, the Databricks SQL translator and rule files (read by either)
 hand the planner the same rules and get the same plan: the same datasets and
@@ -22,11 +22,11 @@ from cli_helpers import assert_runs_without_pyspark
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdp_expect import plan as planner
-from sdp_expect.errors import Location, SdpExpectError
-from sdp_expect.model import Action, DatasetKind, DatasetRules, Expectation, QuarantineSpec
-from sdp_expect.options import PipelineOptions
-from sdp_expect.plan import (
+from sdp_expect.base.errors import Location, SdpExpectError
+from sdp_expect.base.options import PipelineOptions
+from sdp_expect.core import planner
+from sdp_expect.core.model import Action, DatasetKind, DatasetRules, Expectation, QuarantineSpec
+from sdp_expect.core.planner import (
     NO_RETRY_CONF,
     Plan,
     PlanState,
@@ -107,7 +107,7 @@ def python_plans(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Callable
     """Run Python pipeline definitions through ``sdp_expect.pipelines`` without Spark and
     return the plans it emitted: the graph's registration is replaced, nothing else."""
     from sdp_expect import pipelines
-    from sdp_expect.registration import GraphState
+    from sdp_expect.spark.registration import GraphState
 
     def define(body: Callable[[Any], None], conf: dict[str, Any] | None = None) -> list[Plan]:
         plans: list[Plan] = []
@@ -131,7 +131,7 @@ def sql_plans(monkeypatch: pytest.MonkeyPatch, text: str, base_dir: Path,
               conf: dict[str, str] | None = None) -> list[Plan]:
     """Translate Databricks SQL and return the plans the translator wrote."""
     from sdp_expect import sql
-    from sdp_expect.dbsql import render
+    from sdp_expect.emit import sql as render
 
     plans: list[Plan] = []
     _recording(monkeypatch, render, plans)
@@ -446,7 +446,7 @@ def test_retries_the_users_conf_and_the_companions_by_setting() -> None:
 
 def test_the_planner_the_compiler_and_the_translator_import_no_pyspark() -> None:
     assert_runs_without_pyspark(
-        "import sdp_expect.plan, sdp_expect.compiler, sdp_expect.dbsql.render\n"
+        "import sdp_expect.core.planner, sdp_expect.core.compiler, sdp_expect.emit.sql\n"
         "from sdp_expect import sql\n"
         "text = sql.translate('CREATE STREAMING TABLE t (CONSTRAINT c EXPECT (a > 0) "
         "ON VIOLATION FAIL UPDATE) AS SELECT * FROM STREAM(s)')\n"
@@ -477,7 +477,7 @@ def test_a_batch_log_is_grouped_per_micro_batch_or_written_per_record(
 
 
 def _key_rules(dataset: str, action: Action) -> DatasetRules:
-    from sdp_expect.model import Reference, UniqueKey, make_expectation
+    from sdp_expect.core.model import Reference, UniqueKey, make_expectation
 
     rules = DatasetRules(dataset)
     rules.add(make_expectation("once", UniqueKey(("id",)), action, dataset=dataset))

@@ -24,7 +24,7 @@ import pytest
 import yaml
 from cli_helpers import copy_distribution, repo_env, user_env
 
-from sdp_expect.validate import validate_paths
+from sdp_expect.checks.validate import validate_paths
 
 REPO = Path(__file__).resolve().parent.parent
 HOOKS_FILE = REPO / ".pre-commit-hooks.yaml"

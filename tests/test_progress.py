@@ -33,7 +33,7 @@ from cli_helpers import (
     sdp_expect_on_terminal,
 )
 
-from sdp_expect.cli.progress import (
+from sdp_expect.runtime.progress import (
     SETTLE,
     Progress,
     Tally,
@@ -42,8 +42,8 @@ from sdp_expect.cli.progress import (
     render,
     tally,
 )
-from sdp_expect.cli.run_output import ChildOutput
-from sdp_expect.cli.spark_pipelines import EventLog, highlight
+from sdp_expect.runtime.run_output import ChildOutput
+from sdp_expect.runtime.spark_pipelines import EventLog, highlight
 
 EXAMPLES = sorted((REPO / "tests" / "fixtures" / "progress").glob("pyspark-*-example.txt"))
 REFRESHES = sorted((REPO / "tests" / "fixtures" / "progress").glob("pyspark-*-refresh.txt"))

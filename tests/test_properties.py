@@ -39,7 +39,7 @@ from hypothesis import strategies as st
 from sdp_runner import MakePipeline
 
 from sdp_expect import pipelines as dp
-from sdp_expect.violation import names_text
+from sdp_expect.base.violation import names_text
 
 SCHEMA = "id INT, amount DOUBLE, qty BIGINT, name STRING"
 COLUMNS = ["id", "amount", "qty", "name"]

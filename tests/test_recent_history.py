@@ -9,9 +9,9 @@ from typing import Any
 
 from sdp_runner import MakePipeline
 
-from sdp_expect import names
-from sdp_expect.report.history_table import HISTORY_COLUMNS, create_table_sql, read_recent
-from sdp_expect.report.trends import RECENT_UPDATES, rule_trends
+from sdp_expect.base import names
+from sdp_expect.quality.history_table import HISTORY_COLUMNS, create_table_sql, read_recent
+from sdp_expect.quality.trends import RECENT_UPDATES, rule_trends
 
 T0 = datetime.datetime(2026, 12, 1, 8, 0, 0)
 

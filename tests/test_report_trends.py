@@ -20,9 +20,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql.connect.session import SparkSession
 from sdp_runner import MakePipeline, SparkServer
 
-from sdp_expect import names
 from sdp_expect import pipelines as dp
-from sdp_expect.report.history_table import record_history
+from sdp_expect.base import names
+from sdp_expect.quality.history_table import record_history
 
 pytestmark = [pytest.mark.usefixtures("own_jvm"), pytest.mark.timeout(900)]
 

@@ -1,5 +1,5 @@
 """``fillna`` and ``dropna`` on named columns over a pipeline dataset, as sdp-expect
-rewrites them (:mod:`sdp_expect.routing`: a graph-only view and expressions that know
+rewrites them (:mod:`sdp_expect.spark.routing`: a graph-only view and expressions that know
 no column type), against Spark itself as the oracle.
 
 The law: for any table of integers, longs, doubles, floats, decimals, strings and

@@ -20,16 +20,16 @@ from pyspark.sql.connect.session import SparkSession
 from sdp_runner import MakePipeline
 
 from sdp_expect import pipelines as dp
-from sdp_expect.cli.run_output import (
+from sdp_expect.base.definitions import DEFINITIONS_VARIABLE
+from sdp_expect.base.errors import Location
+from sdp_expect.runtime.run_output import (
     POSITION,
     RESOLUTION_FAILURE,
     ChildOutput,
     short_name,
     spark_reason,
 )
-from sdp_expect.definitions import DEFINITIONS_VARIABLE
-from sdp_expect.errors import Location
-from sdp_expect.routing import ROUTE_PREFIX
+from sdp_expect.spark.routing import ROUTE_PREFIX
 
 CASES = {
     # kind: (constraint, what Spark's reason must contain)

@@ -30,11 +30,11 @@ from cli_helpers import copy_distribution, repo_env
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from sdp_expect.model import DECORATORS, GROUP_DECORATORS, Action
+from sdp_expect.checks.validate import validate_paths
+from sdp_expect.core.model import DECORATORS, GROUP_DECORATORS, Action
 from sdp_expect.rules.document import DocumentProblem, read_document
 from sdp_expect.rules.grammar import _LIST_KEYS, _MAPPING_KEYS
 from sdp_expect.schemas import RULE_FILE_SCHEMA, rule_file_schema, rule_file_schema_text
-from sdp_expect.validate import validate_paths
 
 REPO = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from sdp_expect import rules
-from sdp_expect.errors import SdpExpectError
-from sdp_expect.model import Action, Aggregate, Expectation, RowCount
+from sdp_expect.base.errors import SdpExpectError
+from sdp_expect.core.model import Action, Aggregate, Expectation, RowCount
 from sdp_expect.rules import RuleError, RuleFileError, as_kwargs, check_file, load
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "rules"

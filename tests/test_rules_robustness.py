@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from sdp_expect import rules
-from sdp_expect.errors import SdpExpectError
-from sdp_expect.model import Action
+from sdp_expect.base.errors import SdpExpectError
+from sdp_expect.core.model import Action
 from sdp_expect.rules import MAX_DEPTH, MAX_FILE_BYTES, RuleFileError, document, load
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "rules"

@@ -29,14 +29,14 @@ import pyspark
 import pytest
 from cli_helpers import REPO, replaying_project, sdp_expect, served
 
-from sdp_expect.cli.spark_pipelines import EventLog
+from sdp_expect.base.violation import TAG, Violation, find_all
+from sdp_expect.quality.summary import FAILED, LAST_SUCCESS, NO_SUCCESS, TableReading
 from sdp_expect.report.as_json import report_dict
 from sdp_expect.report.build import build_report
 from sdp_expect.report.html import render_html
-from sdp_expect.report.model import FAILED, LAST_SUCCESS, NO_SUCCESS, TableReading
 from sdp_expect.report.reader import load_history, save_history
 from sdp_expect.report.text import to_text
-from sdp_expect.violation import TAG, Violation, find_all
+from sdp_expect.runtime.spark_pipelines import EventLog
 
 FIXTURES = REPO / "tests" / "fixtures" / "spark_output"
 CAPTURES = sorted(FIXTURES.glob("pyspark-*-*.txt"))

@@ -31,6 +31,8 @@ import pytest
 from sdp_runner import MakePipeline, Pipeline, RunResult, SparkServer
 
 from sdp_expect import SdpExpectError, sql
+from sdp_expect.checks.sql_files import check_sql_file, read_sql_file
+from sdp_expect.checks.validate import validate_paths
 from sdp_expect.cli import main
 from sdp_expect.dbsql.parse import check, parse
 from sdp_expect.dbsql.statements import (
@@ -42,8 +44,6 @@ from sdp_expect.dbsql.statements import (
     UseStatement,
 )
 from sdp_expect.migrate import NOT_CONVERTED, migrate
-from sdp_expect.validate import validate_paths
-from sdp_expect.validate_sql import check_sql_file, read_sql_file
 
 NOTEBOOKS = Path(__file__).resolve().parent / "fixtures" / "notebooks"
 HEADER = "-- Databricks notebook source\n"

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 from sdp_runner import MakePipeline, Pipeline, RunResult, SparkServer
 
 from sdp_expect import sql
-from sdp_expect.names import BATCH_TIME_COLUMN
+from sdp_expect.base.names import BATCH_TIME_COLUMN
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "sql"
 SCHEMA = "order_id INT, customer STRING, amount DOUBLE, order_date DATE, region STRING"
@@ -59,7 +59,7 @@ def orders_batch():
 
 INCLUDE = """\
 from sdp_expect import sql
-from sdp_expect.names import BATCH_TIME_COLUMN
+from sdp_expect.base.names import BATCH_TIME_COLUMN
 
 sql.include("../databricks_sql/")
 """

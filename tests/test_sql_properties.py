@@ -24,10 +24,10 @@ from hypothesis import strategies as st
 from sql_text import statements_of
 
 from sdp_expect import sql
+from sdp_expect.base.sqltokens import TokenKind, tokenize
+from sdp_expect.core.model import Action
 from sdp_expect.dbsql.parse import parse
 from sdp_expect.dbsql.statements import DatasetStatement, DatasetType
-from sdp_expect.model import Action
-from sdp_expect.sqltokens import TokenKind, tokenize
 
 # --------------------------------------------------------------------------- generated statements
 

@@ -10,6 +10,8 @@ import pytest
 from sql_text import statements_of
 
 from sdp_expect import cli, sql
+from sdp_expect.base.errors import SdpExpectError
+from sdp_expect.core.model import Action
 from sdp_expect.dbsql.parse import check, parse
 from sdp_expect.dbsql.statements import (
     DatasetStatement,
@@ -19,8 +21,6 @@ from sdp_expect.dbsql.statements import (
     SetStatement,
     UseStatement,
 )
-from sdp_expect.errors import SdpExpectError
-from sdp_expect.model import Action
 
 DOCS = Path(__file__).resolve().parent / "fixtures" / "sql" / "lakeflow_docs"
 
@@ -550,7 +550,7 @@ def test_translate_command_prints_writes_and_reports(tmp_path: Path,
 
 
 def test_include_finds_a_folder_a_glob_or_a_file_relative_to_the_caller(tmp_path: Path) -> None:
-    from sdp_expect.errors import Location
+    from sdp_expect.base.errors import Location
     from sdp_expect.sql import _matching_files
 
     caller = Location("p.py", 3)  # where sql.include was called

@@ -1,4 +1,4 @@
-"""Tests of the Spark SQL tokenizer (sdp_expect.sqltokens)."""
+"""Tests of the Spark SQL tokenizer (sdp_expect.base.sqltokens)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sdp_expect.sqltokens import (
+from sdp_expect.base.sqltokens import (
     SqlTokenError,
     Token,
     TokenKind,

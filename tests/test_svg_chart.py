@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sdp_expect.quality.summary import TableReading
+from sdp_expect.quality.trends import rule_trends
 from sdp_expect.report.as_json import to_json
 from sdp_expect.report.build import build_report
 from sdp_expect.report.html import render_html
-from sdp_expect.report.model import TableReading
 from sdp_expect.report.svg_chart import ChartPoint, line_chart, percent_text, trend_chart
-from sdp_expect.report.trends import rule_trends
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sdp_expect.text_files import TextFileProblem, read_text
+from sdp_expect.base.text_files import TextFileProblem, read_text
 
 
 def problem(path: Path | str, **kwargs: Any) -> TextFileProblem:

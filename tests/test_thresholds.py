@@ -17,8 +17,8 @@ from pyspark.sql.connect.session import SparkSession
 from sdp_runner import MakePipeline, Pipeline, RunResult
 
 from sdp_expect import pipelines as dp
-from sdp_expect.model import parse_tolerance
-from sdp_expect.violation import TolerancePart, format_tolerance_message
+from sdp_expect.base.violation import TolerancePart, format_tolerance_message
+from sdp_expect.core.model import parse_tolerance
 
 SCHEMA = "id INT, amount INT, region STRING"
 

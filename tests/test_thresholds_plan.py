@@ -10,8 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sdp_expect.errors import SdpExpectError
-from sdp_expect.model import (
+from sdp_expect.base.errors import SdpExpectError
+from sdp_expect.base.names import METRICS_COLUMNS, TOLERANCE_METRICS_COLUMNS
+from sdp_expect.base.options import PipelineOptions
+from sdp_expect.base.violation import TOLERANCE_TAG, TolerancePart, format_tolerance_message
+from sdp_expect.core.model import (
     Action,
     DatasetKind,
     DatasetRules,
@@ -19,10 +22,13 @@ from sdp_expect.model import (
     make_expectation,
     parse_tolerance,
 )
-from sdp_expect.names import METRICS_COLUMNS, TOLERANCE_METRICS_COLUMNS
-from sdp_expect.options import PipelineOptions
-from sdp_expect.plan import NO_RETRY_CONF, PlanState, Step, plan_dataset, plan_declared_table
-from sdp_expect.violation import TOLERANCE_TAG, TolerancePart, format_tolerance_message
+from sdp_expect.core.planner import (
+    NO_RETRY_CONF,
+    PlanState,
+    Step,
+    plan_dataset,
+    plan_declared_table,
+)
 
 # --------------------------------------------------------------------------- the value
 

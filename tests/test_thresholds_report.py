@@ -37,19 +37,19 @@ from pyspark.sql.connect.session import SparkSession
 from sdp_runner import MakePipeline, Pipeline, RunResult
 
 from sdp_expect import pipelines as dp
-from sdp_expect.cli.spark_pipelines import EventLog
-from sdp_expect.report.as_json import report_dict
-from sdp_expect.report.build import build_report
-from sdp_expect.report.html import render_html
-from sdp_expect.report.model import FAILED, NO_SUCCESS, UPDATED, QualityReport, TableReading
-from sdp_expect.report.reader import _collect, load_history, save_history
-from sdp_expect.report.text import to_text
-from sdp_expect.violation import (
+from sdp_expect.base.violation import (
     ToleranceFailure,
     TolerancePart,
     find_tolerance_failures,
     format_tolerance_message,
 )
+from sdp_expect.quality.summary import FAILED, NO_SUCCESS, UPDATED, QualityReport, TableReading
+from sdp_expect.report.as_json import report_dict
+from sdp_expect.report.build import build_report
+from sdp_expect.report.html import render_html
+from sdp_expect.report.reader import _collect, load_history, save_history
+from sdp_expect.report.text import to_text
+from sdp_expect.runtime.spark_pipelines import EventLog
 
 SCHEMA = "id INT, amount INT, region STRING"
 FIXTURES = REPO / "tests" / "fixtures" / "spark_output"

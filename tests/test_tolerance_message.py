@@ -1,8 +1,8 @@
 """The ``[EXPECTATION_TOLERANCE_EXCEEDED]`` message: its writer and its reader, without Spark.
 
-:func:`sdp_expect.violation.format_tolerance_message` writes what Spark raises for a
+:func:`sdp_expect.base.violation.format_tolerance_message` writes what Spark raises for a
 flow over its tolerance (``tests/test_thresholds.py`` checks it against real runs);
-:func:`~sdp_expect.violation.find_tolerance_failures` reads it back for ``sdp-expect
+:func:`~sdp_expect.base.violation.find_tolerance_failures` reads it back for ``sdp-expect
 run``. The reader must be the exact inverse of the writer, whatever the names, the
 counts and the tolerances, and must read nothing else.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from sdp_expect.violation import (
+from sdp_expect.base.violation import (
     TAG,
     TOLERANCE_TAG,
     ToleranceFailure,

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sdp_expect.report.trends import RECENT_UPDATES, rule_trends
+from sdp_expect.quality.trends import RECENT_UPDATES, rule_trends
 
 T0 = datetime.datetime(2026, 12, 1, 8, 0, 0)
 

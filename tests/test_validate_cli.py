@@ -13,8 +13,7 @@ from cli_helpers import assert_runs_without_pyspark, repo_env
 
 import sdp_expect
 from sdp_expect import cli
-from sdp_expect.cli import main
-from sdp_expect.validate import (
+from sdp_expect.checks.validate import (
     CHECKERS,
     FileResult,
     ValidationIssue,
@@ -22,6 +21,7 @@ from sdp_expect.validate import (
     register_checker,
     validate_paths,
 )
+from sdp_expect.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "rules"
@@ -221,7 +221,7 @@ def test_explicit_file_with_another_suffix_is_read_as_a_rule_file(tmp_path: Path
 def test_a_checker_can_be_plugged_in_for_a_suffix(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("sdp_expect.validate.CHECKERS", dict(CHECKERS))
+    monkeypatch.setattr("sdp_expect.checks.validate.CHECKERS", dict(CHECKERS))
     seen: list[str] = []
 
     def check_sql(path: str) -> FileResult:

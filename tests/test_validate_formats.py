@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from sdp_expect.checks.validate import validate_paths
 from sdp_expect.cli import main
-from sdp_expect.validate import validate_paths
 
 SQL = """\
 CREATE MATERIALIZED VIEW orders (

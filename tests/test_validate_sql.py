@@ -15,9 +15,9 @@ from cli_helpers import assert_runs_without_pyspark, repo_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sdp_expect.base.errors import ERROR_CATALOGUE
+from sdp_expect.checks.validate import ValidationReport, validate_paths
 from sdp_expect.cli import main
-from sdp_expect.errors import ERROR_CATALOGUE
-from sdp_expect.validate import ValidationReport, validate_paths
 
 REPO = Path(__file__).resolve().parent.parent
 SQL_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "sql"
@@ -373,7 +373,7 @@ def test_real_subprocess_without_pyspark(tmp_path: Path) -> None:
     assert "SDPX-VAL-010" in [e["code"] for e in report["errors"]]
     assert (report["files_checked"], report["rules_checked"]) == (2, 3)
     assert_runs_without_pyspark(
-        "from sdp_expect.validate import validate_paths\n"
+        "from sdp_expect.checks.validate import validate_paths\n"
         f"report = validate_paths([{str(tmp_path)!r}])\n"
         "assert not report.ok\n"
     )

@@ -1,6 +1,6 @@
 """The ``[EXPECTATION_VIOLATION]`` message: format, Spark, parse, and back.
 
-:mod:`sdp_expect.violation` writes the SQL that builds the message and reads
+:mod:`sdp_expect.base.violation` writes the SQL that builds the message and reads
 the message back. These properties check the round trip through real Spark
 (the shared Spark Connect server): whatever the rule names, the dataset's name
 and the record, parsing the error Spark raises gives back exactly the names
@@ -19,11 +19,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from sdp_expect import emit_python, violation
-from sdp_expect.compiler import RuleLogic
-from sdp_expect.model import Action, DatasetRules, Expectation
-from sdp_expect.options import PipelineOptions
-from sdp_expect.violation import TAG, Violation, find_all, format_message, parse, quote
+from sdp_expect.base import violation
+from sdp_expect.base.options import PipelineOptions
+from sdp_expect.base.violation import TAG, Violation, find_all, format_message, parse, quote
+from sdp_expect.core.compiler import RuleLogic
+from sdp_expect.core.model import Action, DatasetRules, Expectation
+from sdp_expect.emit import python as emit_python
 
 if TYPE_CHECKING:
     from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame

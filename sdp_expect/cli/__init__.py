@@ -40,7 +40,8 @@ import sys
 import warnings
 from typing import Callable, Optional, Sequence
 
-from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, version, write_text
+from sdp_expect.base.terminal import write_text
+from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, version
 from sdp_expect.cli.history import add_history
 from sdp_expect.cli.migrate import add_migrate
 from sdp_expect.cli.report import add_report

@@ -17,14 +17,14 @@ import threading
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
+from sdp_expect.base.project import Project
 from sdp_expect.cli.history import record_run_history
-from sdp_expect.cli.spark_pipelines import EventLog, Invocation, Outcome
-from sdp_expect.project import Project
+from sdp_expect.quality.history_table import HistoryWrite, updated_metrics_tables
+from sdp_expect.quality.summary import QualityReport, ReadError, TableReading
+from sdp_expect.quality.trends import RECENT_UPDATES
 from sdp_expect.report.build import build_report, completed_metrics_tables
-from sdp_expect.report.history_table import HistoryWrite, updated_metrics_tables
-from sdp_expect.report.model import QualityReport, ReadError, TableReading
 from sdp_expect.report.reader import read_tables, read_through_server
-from sdp_expect.report.trends import RECENT_UPDATES
+from sdp_expect.runtime.spark_pipelines import EventLog, Invocation, Outcome
 
 __all__ = ["AfterFlows", "Done", "all_flows_completed", "finish", "read_run_tables",
            "report_of"]
@@ -178,7 +178,7 @@ def finish(project: Project, outcome: Outcome, sample: int, *, token: Optional[s
     early history recorded the tables whose metrics flows completed; the report built
     from the run's end shows the same datasets as updated unless a table was empty (it
     adds no rows) or not sdp-expect's (not recorded), the two cases
-    :func:`~sdp_expect.report.history_table.record_history` leaves out itself.
+    :func:`~sdp_expect.quality.history_table.record_history` leaves out itself.
     """
     done = early.result() if early is not None else None
     if done is None:

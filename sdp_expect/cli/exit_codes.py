@@ -1,5 +1,5 @@
-"""What every ``sdp-expect`` command shares: its exit codes, the version it
-reports and how it writes text.
+"""What every ``sdp-expect`` command shares: its exit codes and the version it
+reports (how it writes text: :mod:`sdp_expect.base.terminal`).
 
 The commands import these from here, not from :mod:`sdp_expect.cli`, which
 imports the commands to build its parser.
@@ -8,9 +8,8 @@ imports the commands to build its parser.
 from __future__ import annotations
 
 import importlib.metadata
-from typing import TextIO
 
-__all__ = ["EXIT_ALERT", "EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE", "version", "write_text"]
+__all__ = ["EXIT_ALERT", "EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE", "version"]
 
 EXIT_OK = 0
 """Everything checked is fine."""
@@ -34,10 +33,3 @@ def version() -> str:
         return importlib.metadata.version("sdp-expect")
     except importlib.metadata.PackageNotFoundError:
         return "0.0.0+unknown"
-
-
-def write_text(stream: TextIO, text: str) -> None:
-    """Write ``text`` even when the stream's encoding cannot hold every character."""
-    encoding = getattr(stream, "encoding", None) or "utf-8"
-    stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
-    stream.flush()

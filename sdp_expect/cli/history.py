@@ -15,29 +15,14 @@ import json
 import sys
 from typing import Any, Callable, Optional, Sequence, Union
 
-from sdp_expect import names
-from sdp_expect.cli.catalog_access import (
-    CatalogAccess,
-    add_wait_argument,
-    catalog_access,
-    catalog_turn,
-    parse_confs,
-)
-from sdp_expect.cli.exit_codes import (
-    EXIT_ALERT,
-    EXIT_OK,
-    EXIT_PROBLEMS,
-    EXIT_USAGE,
-    write_text,
-)
-from sdp_expect.cli.local_server import ServerProblem
-from sdp_expect.cli.spark_pipelines import Invocation
+from sdp_expect.base import names
+from sdp_expect.base.errors import SdpExpectError
+from sdp_expect.base.project import Project, UsageProblem, find_spec, load_project
+from sdp_expect.base.terminal import write_text
+from sdp_expect.cli.exit_codes import EXIT_ALERT, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from sdp_expect.cli.webhook import alert_settings, deliver
-from sdp_expect.errors import SdpExpectError
-from sdp_expect.project import Project, UsageProblem, find_spec, load_project
-from sdp_expect.report.alerts import AlertSettings, evaluate_alerts
-from sdp_expect.report.comparison import alert_lines, comparison_lines, trend_dict
-from sdp_expect.report.history_table import (
+from sdp_expect.quality.alerts import AlertSettings, evaluate_alerts
+from sdp_expect.quality.history_table import (
     HistoryError,
     HistoryWrite,
     history_format,
@@ -48,7 +33,17 @@ from sdp_expect.report.history_table import (
     show_in_own_process,
     show_through,
 )
-from sdp_expect.report.trends import RECENT_UPDATES, rule_trends
+from sdp_expect.quality.trends import RECENT_UPDATES, rule_trends
+from sdp_expect.report.comparison import alert_lines, comparison_lines, trend_dict
+from sdp_expect.runtime.catalog_access import (
+    CatalogAccess,
+    add_wait_argument,
+    catalog_access,
+    catalog_turn,
+    parse_confs,
+)
+from sdp_expect.runtime.local_server import ServerProblem
+from sdp_expect.runtime.spark_pipelines import Invocation
 
 __all__ = ["HISTORY_DESCRIPTION", "add_history", "command_history", "record_run_history"]
 
@@ -303,7 +298,7 @@ def record_run_history(project: Project, invocation: Invocation, tables: Sequenc
     the summary is read through. A failure is said on stderr.
 
     :param tables: The metrics tables of the datasets this run updated: those the report
-        shows as updated (:func:`~sdp_expect.report.history_table.updated_metrics_tables`),
+        shows as updated (:func:`~sdp_expect.quality.history_table.updated_metrics_tables`),
         or, when every flow of the run completed, those whose flows completed
         (:func:`~sdp_expect.report.build.completed_metrics_tables`).
     :param recent_updates: Also read back, in the same session, the rows that compare

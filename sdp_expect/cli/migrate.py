@@ -10,7 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from sdp_expect.cli.exit_codes import EXIT_USAGE, write_text
+from sdp_expect.base.terminal import write_text
+from sdp_expect.cli.exit_codes import EXIT_USAGE
 from sdp_expect.migrate import MigrationError, migrate
 from sdp_expect.migrate.check import dry_run
 from sdp_expect.migrate.output import exit_status, to_json, to_text

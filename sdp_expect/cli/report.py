@@ -15,21 +15,22 @@ import datetime
 import sys
 from pathlib import Path
 
-from sdp_expect.cli.catalog_access import (
+from sdp_expect.base.project import UsageProblem, find_spec, load_project
+from sdp_expect.base.terminal import use_color, write_text
+from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, version
+from sdp_expect.quality.summary import DEFAULT_SAMPLE, TREND_UPDATES, ReadError
+from sdp_expect.report.as_json import to_json
+from sdp_expect.report.build import build_report
+from sdp_expect.report.html import render_html
+from sdp_expect.report.reader import load_history, read_tables, read_through_server
+from sdp_expect.report.text import to_text
+from sdp_expect.runtime.catalog_access import (
     add_wait_argument,
     catalog_access,
     catalog_turn,
     parse_confs,
 )
-from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, version, write_text
-from sdp_expect.cli.local_server import ServerProblem
-from sdp_expect.project import UsageProblem, find_spec, load_project
-from sdp_expect.report.as_json import to_json
-from sdp_expect.report.build import build_report
-from sdp_expect.report.html import render_html
-from sdp_expect.report.model import DEFAULT_SAMPLE, TREND_UPDATES, ReadError
-from sdp_expect.report.reader import load_history, read_tables, read_through_server
-from sdp_expect.report.text import to_text, use_color
+from sdp_expect.runtime.local_server import ServerProblem
 
 __all__ = ["REPORT_DESCRIPTION", "add_report", "add_report_arguments", "command_report"]
 

@@ -1,12 +1,12 @@
 """``sdp-expect run`` and ``sdp-expect dry-run``: ``spark-pipelines`` with working defaults.
 
 The command runs the project's pipeline through
-:mod:`sdp_expect.cli.spark_pipelines` (which has the defaults and why), on the
-project's own Spark Connect server (:mod:`sdp_expect.cli.local_server`: a warm
+:mod:`sdp_expect.runtime.spark_pipelines` (which has the defaults and why), on the
+project's own Spark Connect server (:mod:`sdp_expect.runtime.local_server`: a warm
 one that ``sdp-expect serve`` keeps, or one started for the run on a free
 port), shows its events as they come (what is shown:
-:mod:`sdp_expect.cli.run_output`) with the flows' progress
-(:mod:`sdp_expect.cli.progress`), keeps its full output in a log file, and
+:mod:`sdp_expect.runtime.run_output`) with the flows' progress
+(:mod:`sdp_expect.runtime.progress`), keeps its full output in a log file, and
 ``run`` then prints the data-quality summary (:mod:`sdp_expect.report`), read
 through the same server.
 """
@@ -23,35 +23,22 @@ import time
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence, TextIO
 
+from sdp_expect.base.definitions import DEFINITIONS_VARIABLE
+from sdp_expect.base.errors import SdpExpectError
+from sdp_expect.base.project import Project, UsageProblem, find_spec, load_project
+from sdp_expect.base.terminal import paint, use_color, write_text
+from sdp_expect.checks.layout import layout_problems
 from sdp_expect.cli.after_run import AfterFlows, finish, report_of
-from sdp_expect.cli.catalog_access import add_wait_argument
-from sdp_expect.cli.exit_codes import (
-    EXIT_ALERT,
-    EXIT_OK,
-    EXIT_PROBLEMS,
-    EXIT_USAGE,
-    write_text,
-)
-from sdp_expect.cli.local_server import (
-    ServerProblem,
-    ServerUse,
-    interrupted_by_signals,
-    server_for_run,
-)
-from sdp_expect.cli.progress import MODES, Progress, choose_mode
-from sdp_expect.cli.run_output import Definitions
-from sdp_expect.cli.spark_pipelines import Invocation, Outcome, build_command, run_pipeline
+from sdp_expect.cli.exit_codes import EXIT_ALERT, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from sdp_expect.cli.webhook import alert_settings, deliver
-from sdp_expect.definitions import DEFINITIONS_VARIABLE
-from sdp_expect.errors import SdpExpectError
-from sdp_expect.layout import layout_problems
-from sdp_expect.project import Project, UsageProblem, find_spec, load_project
-from sdp_expect.report.alerts import (
+from sdp_expect.quality.alerts import (
     Alert,
     AlertSettings,
     evaluate_alerts,
     unmatched_alert_keys,
 )
+from sdp_expect.quality.summary import DEFAULT_SAMPLE, QualityReport
+from sdp_expect.quality.trends import RuleTrend, rule_trends
 from sdp_expect.report.as_json import (
     dataset_rule_failure_dict,
     report_dict,
@@ -59,20 +46,21 @@ from sdp_expect.report.as_json import (
     violation_dict,
 )
 from sdp_expect.report.comparison import add_trends, alert_lines, comparison_lines, this_update
-from sdp_expect.report.model import DEFAULT_SAMPLE, QualityReport
 from sdp_expect.report.reader import (
     prepare_reading,
     save_history,
 )
-from sdp_expect.report.text import (
-    dataset_rule_lines,
-    paint,
-    to_text,
-    tolerance_lines,
-    use_color,
-    violation_lines,
+from sdp_expect.report.text import dataset_rule_lines, to_text, tolerance_lines, violation_lines
+from sdp_expect.runtime.catalog_access import add_wait_argument
+from sdp_expect.runtime.local_server import (
+    ServerProblem,
+    ServerUse,
+    interrupted_by_signals,
+    server_for_run,
 )
-from sdp_expect.report.trends import RuleTrend, rule_trends
+from sdp_expect.runtime.progress import MODES, Progress, choose_mode
+from sdp_expect.runtime.run_output import Definitions
+from sdp_expect.runtime.spark_pipelines import Invocation, Outcome, build_command, run_pipeline
 
 __all__ = [
     "DRY_RUN_DESCRIPTION",

@@ -1,7 +1,7 @@
 """``sdp-expect serve``: keep a project's Spark Connect server warm between runs.
 
 Most of a small pipeline's ``sdp-expect run`` is Spark starting. ``serve`` starts
-the project's server once (:mod:`sdp_expect.cli.local_server`, with the same
+the project's server once (:mod:`sdp_expect.runtime.local_server`, with the same
 defaults a run's own server has) and records it in ``.sdp-expect/server.json``;
 ``run`` and ``dry-run`` of the project find it there and use it, so a re-run
 after an edit skips the start. In the foreground it runs until Ctrl-C; with
@@ -18,9 +18,13 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from sdp_expect.cli.catalog_access import add_wait_argument
-from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, write_text
-from sdp_expect.cli.local_server import (
+from sdp_expect.base.errors import Location, SdpExpectError
+from sdp_expect.base.project import Project, UsageProblem, find_spec, load_project
+from sdp_expect.base.terminal import paint, use_color, write_text
+from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
+from sdp_expect.cli.run import add_pass_through
+from sdp_expect.runtime.catalog_access import add_wait_argument
+from sdp_expect.runtime.local_server import (
     SERVE_LOG,
     ServerProblem,
     ServerRecord,
@@ -36,11 +40,7 @@ from sdp_expect.cli.local_server import (
     warm_up,
     write_record,
 )
-from sdp_expect.cli.run import add_pass_through
-from sdp_expect.cli.spark_pipelines import SHARED_OPTIONS, build_command, split_options
-from sdp_expect.errors import Location, SdpExpectError
-from sdp_expect.project import Project, UsageProblem, find_spec, load_project
-from sdp_expect.report.text import paint, use_color
+from sdp_expect.runtime.spark_pipelines import SHARED_OPTIONS, build_command, split_options
 
 __all__ = ["SERVE_DESCRIPTION", "add_serve", "command_serve"]
 

@@ -9,8 +9,7 @@ import argparse
 import sys
 from typing import Optional
 
-from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, write_text
-from sdp_expect.options import (
+from sdp_expect.base.options import (
     KEY_DEFAULT_FORMAT,
     KEY_FILE_FORMAT_FLOWS,
     KEY_METRICS,
@@ -18,8 +17,10 @@ from sdp_expect.options import (
     KEY_NULL_RESULT,
     KEY_QUARANTINE,
 )
-from sdp_expect.plan import RETRY_KEY, SHUFFLE_PARTITIONS_KEY
-from sdp_expect.project import setting_text
+from sdp_expect.base.project import setting_text
+from sdp_expect.base.terminal import write_text
+from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
+from sdp_expect.core.planner import RETRY_KEY, SHUFFLE_PARTITIONS_KEY
 
 __all__ = ["add_translate"]
 
@@ -76,8 +77,8 @@ def _spec_conf(path: str) -> dict[str, str]:
 def _run_translate(args: argparse.Namespace) -> int:
     import os
 
-    from sdp_expect.errors import SdpExpectError
-    from sdp_expect.spark_version import release
+    from sdp_expect.base.errors import SdpExpectError
+    from sdp_expect.base.spark_version import release
     from sdp_expect.sql import translate_files
 
     conf: dict[str, str] = {}

@@ -1,6 +1,6 @@
 """``sdp-expect validate PATH... [--format text|json|github|sarif]``: check rule files and
 Databricks SQL files (or directories of them) without starting Spark
-(:mod:`sdp_expect.validate` does the checking). ``sdp-expect validate --schema``
+(:mod:`sdp_expect.checks.validate` does the checking). ``sdp-expect validate --schema``
 prints the JSON Schema of rule files, for editors (:mod:`sdp_expect.schemas`).
 """
 
@@ -10,7 +10,8 @@ import argparse
 import sys
 from typing import Any
 
-from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, write_text
+from sdp_expect.base.terminal import write_text
+from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS
 
 __all__ = ["add_validate"]
 
@@ -54,8 +55,8 @@ def add_validate(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 def _run_validate(args: argparse.Namespace) -> int:
-    from sdp_expect.validate import validate_paths
-    from sdp_expect.validate_formats import to_github, to_sarif
+    from sdp_expect.checks.formats import to_github, to_sarif
+    from sdp_expect.checks.validate import validate_paths
 
     report = validate_paths(args.paths)
     if args.format == "json":

@@ -1,7 +1,7 @@
 """Posting alerts to a webhook (docs/alerts.md#the-webhook).
 
 One HTTP POST per alert, its body the alert's JSON
-(:meth:`sdp_expect.report.alerts.Alert.as_dict`), with the standard library's
+(:meth:`sdp_expect.quality.alerts.Alert.as_dict`), with the standard library's
 ``urllib.request``: a single POST needs no HTTP client dependency. A POST that may succeed
 later (no answer, HTTP 429 or 5xx) is tried again after :data:`RETRY_PAUSES`; a delivery
 that still fails (or fails otherwise: another status than 2xx) is returned as such, never
@@ -17,9 +17,10 @@ import urllib.request
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Optional, Sequence, TextIO
 
-from sdp_expect.cli.exit_codes import version, write_text
-from sdp_expect.project import UsageProblem
-from sdp_expect.report.alerts import AlertSettings, read_alert_settings, webhook_url_problem
+from sdp_expect.base.project import UsageProblem
+from sdp_expect.base.terminal import write_text
+from sdp_expect.cli.exit_codes import version
+from sdp_expect.quality.alerts import AlertSettings, read_alert_settings, webhook_url_problem
 
 __all__ = ["RETRY_PAUSES", "TIMEOUT_SECONDS", "Delivery", "alert_settings", "deliver",
            "post_alert"]

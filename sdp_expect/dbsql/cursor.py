@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from sdp_expect.base.errors import SdpExpectError
+from sdp_expect.base.sqltokens import Token, TokenKind, is_keyword
 from sdp_expect.dbsql.statements import Position
-from sdp_expect.errors import SdpExpectError
-from sdp_expect.sqltokens import Token, TokenKind, is_keyword
 
 __all__: list[str] = []
 

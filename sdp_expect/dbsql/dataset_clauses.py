@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from sdp_expect.base.sqltokens import Token, TokenKind, is_keyword, matching_paren
+from sdp_expect.core.model import Action, make_expectation
 from sdp_expect.dbsql.cursor import _Cursor, _shown, _split_top_level
 from sdp_expect.dbsql.statements import DatasetStatement
 from sdp_expect.dbsql.table_properties import _Properties
-from sdp_expect.model import Action, make_expectation
-from sdp_expect.sqltokens import Token, TokenKind, is_keyword, matching_paren
 
 __all__: list[str] = []
 

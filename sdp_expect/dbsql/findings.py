@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sdp_expect import rules as rule_files
+from sdp_expect.base.errors import SdpExpectError
 from sdp_expect.dbsql.statements import Position, Statement, StatementSummary, summarize
-from sdp_expect.errors import SdpExpectError
 
 __all__ = ["Findings", "RuleFileUse"]
 

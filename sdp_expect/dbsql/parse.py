@@ -1,7 +1,7 @@
 """Read a Databricks SQL pipeline file into the statement model.
 
 :func:`sdp_expect.dbsql.split.split` scans the text once with
-:func:`sdp_expect.sqltokens.tokenize` (so quotes, backticks and comments are
+:func:`sdp_expect.base.sqltokens.tokenize` (so quotes, backticks and comments are
 never mistaken for SQL) and splits it into statements: at ``;``, at the cell
 separators of an exported notebook, at the end of a ``SET`` line, with an
 error wherever a statement would run into the next one. Each statement is
@@ -43,15 +43,15 @@ from __future__ import annotations
 
 from typing import Optional
 
+from sdp_expect.base.errors import Location, SdpExpectError
+from sdp_expect.base.spark_version import AUTO_CDC_IN_SQL, spark_has
+from sdp_expect.base.sqltokens import SqlTokenError
+from sdp_expect.base.text_files import TextFileProblem, read_text
 from sdp_expect.dbsql.cursor import _Cursor
 from sdp_expect.dbsql.findings import Findings, RuleFileUse
 from sdp_expect.dbsql.split import SplitFile, split
 from sdp_expect.dbsql.statement_reader import DATABRICKS_ONLY_FUNCTIONS, _Statement
 from sdp_expect.dbsql.statements import Position, Statement
-from sdp_expect.errors import Location, SdpExpectError
-from sdp_expect.spark_version import AUTO_CDC_IN_SQL, spark_has
-from sdp_expect.sqltokens import SqlTokenError
-from sdp_expect.text_files import TextFileProblem, read_text
 
 __all__ = [
     "DATABRICKS_ONLY_FUNCTIONS",
@@ -81,7 +81,7 @@ def read_file(path: str, shown: str) -> str:
     """A SQL file's text (UTF-8, a byte order mark dropped), or SDPX-SQL-305.
 
     Only a regular file is opened (a named pipe or a device would block or never end).
-    It is read as it always was (see :func:`~sdp_expect.text_files.read_text`): of
+    It is read as it always was (see :func:`~sdp_expect.base.text_files.read_text`): of
     any size, NUL bytes kept, and line ends read as ``\\n``.
 
     :param path: The file to open.

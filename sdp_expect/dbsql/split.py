@@ -45,8 +45,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, Union
 
-from sdp_expect.errors import Location, SdpExpectError
-from sdp_expect.sqltokens import Token, TokenKind, is_keyword, tokenize
+from sdp_expect.base.errors import Location, SdpExpectError
+from sdp_expect.base.sqltokens import Token, TokenKind, is_keyword, tokenize
 
 __all__ = [
     "MARKDOWN_MAGICS",
@@ -110,7 +110,7 @@ class SplitFile:
 def is_cell_separator(token: Token) -> bool:
     """Whether ``token`` is a notebook cell separator (``-- COMMAND ---...`` at column 1).
 
-    :param token: A token from :func:`~sdp_expect.sqltokens.tokenize` with comments kept.
+    :param token: A token from :func:`~sdp_expect.base.sqltokens.tokenize` with comments kept.
     """
     return (token.kind is TokenKind.COMMENT and token.col == 1
             and _SEPARATOR.fullmatch(token.text.rstrip()) is not None)

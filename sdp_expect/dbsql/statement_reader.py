@@ -17,6 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
+from sdp_expect.base.errors import SdpExpectError
+from sdp_expect.base.sqltokens import Token, TokenKind, is_keyword
+from sdp_expect.core.model import DatasetRules
+from sdp_expect.core.planner import Where, auto_cdc_target_error
 from sdp_expect.dbsql.cursor import (
     _Cursor,
     _cut,
@@ -40,10 +44,6 @@ from sdp_expect.dbsql.statements import (
     UseStatement,
 )
 from sdp_expect.dbsql.table_properties import _Properties
-from sdp_expect.errors import SdpExpectError
-from sdp_expect.model import DatasetRules
-from sdp_expect.plan import Where, auto_cdc_target_error
-from sdp_expect.sqltokens import Token, TokenKind, is_keyword
 
 __all__ = ["DATABRICKS_ONLY_FUNCTIONS"]
 

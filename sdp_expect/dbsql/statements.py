@@ -1,6 +1,6 @@
 """The statement model of a Databricks SQL pipeline file.
 
-:mod:`sdp_expect.dbsql.parse` builds these values; :mod:`sdp_expect.dbsql.render`
+:mod:`sdp_expect.dbsql.parse` builds these values; :mod:`sdp_expect.emit.sql`
 writes them as open-source SDP SQL. User text (queries, column definitions,
 comments, table properties) is kept exactly as written, except for what open
 source cannot read (``LIVE.`` qualifiers), which the parser already removed.
@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
-from sdp_expect.errors import Location
-from sdp_expect.model import DatasetKind, DatasetRules
+from sdp_expect.base.errors import Location
+from sdp_expect.core.model import DatasetKind, DatasetRules
 
 __all__ = [
     "DatasetStatement",
@@ -104,7 +104,7 @@ class Name:
         return ".".join(self.parts)
 
     def sibling(self, name: str) -> str:
-        """SQL for a companion called ``name`` (from :mod:`sdp_expect.plan`).
+        """SQL for a companion called ``name`` (from :mod:`sdp_expect.core.planner`).
 
         A derived name (``<dataset>_quarantine``, ``<flow>_to_dq_batches``) keeps
         this name's catalog and schema qualifiers, its last part quoted as

@@ -16,12 +16,12 @@ import os
 from typing import Optional, Sequence
 
 from sdp_expect import rules as rule_files
+from sdp_expect.base.errors import SdpExpectError
+from sdp_expect.base.sqltokens import Token, TokenKind
+from sdp_expect.core.model import QuarantineSpec, check_whole_rule, parse_tolerance
 from sdp_expect.dbsql.cursor import _Cursor, _is_name_part, _shown
 from sdp_expect.dbsql.findings import Findings, RuleFileUse
 from sdp_expect.dbsql.statements import DatasetStatement, Position
-from sdp_expect.errors import SdpExpectError
-from sdp_expect.model import QuarantineSpec, check_whole_rule, parse_tolerance
-from sdp_expect.sqltokens import Token, TokenKind
 
 __all__: list[str] = []
 

@@ -50,6 +50,7 @@ import tokenize
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from sdp_expect.base.project import UNSET_VALUE
 from sdp_expect.migrate.bundle import read_bundle
 from sdp_expect.migrate.output import EXIT_REVIEW, exit_status, to_json, to_text
 from sdp_expect.migrate.python_files import PythonMigration, migrate_python
@@ -68,7 +69,6 @@ from sdp_expect.migrate.result import (
 from sdp_expect.migrate.sources import SCHEMA_INFERENCE, DataRoots, all_roots
 from sdp_expect.migrate.sql_files import is_pipeline_sql, read_sql, scan_sql, sql_findings
 from sdp_expect.migrate.sql_sources import dataset_name, path_expression, rewrite_sql_sources
-from sdp_expect.project import UNSET_VALUE
 
 __all__ = [
     "CHANGED",
@@ -141,7 +141,7 @@ def _settings_read(facts: ProjectFacts, configuration: dict[str, str],
                    settings_file: Optional[str], result: MigrationResult) -> None:
     """The pipeline settings the code reads with ``spark.conf.get(key)`` and no default:
     carried from the project's settings where they set the key, else written into the
-    spec as :data:`~sdp_expect.project.UNSET_VALUE`, which ``sdp-expect run`` refuses
+    spec as :data:`~sdp_expect.base.project.UNSET_VALUE`, which ``sdp-expect run`` refuses
     (SDPX-PRJ-403) until the user sets it, and reported at every line that reads it."""
     for key, uses in facts.settings_read.items():
         if key in configuration:
@@ -182,8 +182,8 @@ def _code_lines(text: str, comment: str) -> str:
 
 def _project_facts(src: Path, paths: list[Path], data_root: str) -> ProjectFacts:
     """The datasets and Databricks data roots of the whole project, before any rewrite."""
+    from sdp_expect.base.sqltokens import SqlTokenError
     from sdp_expect.dbsql.split import split
-    from sdp_expect.sqltokens import SqlTokenError
 
     datasets: set[str] = set()
     roots: list[str] = []

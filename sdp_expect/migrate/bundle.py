@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sdp_expect.base.project import setting_text
 from sdp_expect.migrate.result import NOT_CONVERTED, NOTE, SKIPPED_FOLDERS, Finding, MigrationResult
-from sdp_expect.project import setting_text
 
 __all__ = ["read_bundle"]
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from sdp_expect.errors import Location
+from sdp_expect.base.errors import Location
 
 __all__ = ["CheckError", "CheckResult", "dry_run"]
 

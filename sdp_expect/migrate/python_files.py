@@ -19,11 +19,11 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
+from sdp_expect.core.model import GROUP_DECORATORS
 from sdp_expect.migrate.edits import TextEdits
 from sdp_expect.migrate.python_rewrites import ProjectFacts, PythonRewriter, dataset_names
 from sdp_expect.migrate.result import CHANGED, NOT_CONVERTED, NOTE, Finding
 from sdp_expect.migrate.sources import DataRoots, all_roots
-from sdp_expect.model import GROUP_DECORATORS
 
 __all__ = ["PythonMigration", "migrate_python"]
 

@@ -22,6 +22,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from sdp_expect.base.project import setting_text
+from sdp_expect.core.model import DECORATORS, GROUP_DECORATORS
 from sdp_expect.migrate.edits import TextEdits
 from sdp_expect.migrate.sources import (
     SCHEMA_INFERENCE,
@@ -29,8 +31,6 @@ from sdp_expect.migrate.sources import (
     root_of,
     translate_options,
 )
-from sdp_expect.model import DECORATORS, GROUP_DECORATORS
-from sdp_expect.project import setting_text
 
 __all__ = ["DELTA_FIX", "ProjectFacts", "PythonRewriter", "dataset_names"]
 
@@ -226,8 +226,8 @@ class PythonRewriter:
                         self._databricks_functions(value, value.value)
 
     def _databricks_functions(self, node: ast.AST, text: str) -> None:
-        from sdp_expect.databricks_functions import DATABRICKS_ONLY_SQL_FUNCTIONS
-        from sdp_expect.sqltokens import SqlTokenError, TokenKind, tokenize
+        from sdp_expect.base.databricks_functions import DATABRICKS_ONLY_SQL_FUNCTIONS
+        from sdp_expect.base.sqltokens import SqlTokenError, TokenKind, tokenize
 
         try:
             tokens = tokenize(text)
@@ -438,9 +438,9 @@ class PythonRewriter:
 
     def _early_binding(self, node: ast.Call, func: ast.Attribute,
                        frames: dict[str, Optional[str]]) -> None:
-        from sdp_expect.early_binding import EARLY_BINDING_RELATIONS
-        from sdp_expect.routing import handles
-        from sdp_expect.spark_version import spark_has
+        from sdp_expect.base.spark_version import spark_has
+        from sdp_expect.spark.early_binding import EARLY_BINDING_RELATIONS
+        from sdp_expect.spark.routing import handles
 
         if not self._is_frame(func.value, frames):
             return
@@ -453,7 +453,7 @@ class PythonRewriter:
         chain = self._source(func.value)
         if handles(func.attr, named_columns=_names_columns(node),
                    streaming="read_stream" in chain or "readStream" in chain):
-            return  # sdp-expect makes it wait (sdp_expect.routing)
+            return  # sdp-expect makes it wait (sdp_expect.spark.routing)
         self.unconverted(node, f"{func.attr}() is applied to a read of pipeline dataset "
                          f"'{dataset}': open-source SDP binds the query to the table of the "
                          "previous update, and sdp-expect stops the pipeline with "
@@ -462,7 +462,7 @@ class PythonRewriter:
 
 def _names_columns(call: ast.Call) -> bool:
     """Whether a ``drop`` / ``fillna`` / ``dropna`` call names the columns it works on
-    (literally), as :func:`sdp_expect.routing.handles` needs."""
+    (literally), as :func:`sdp_expect.spark.routing.handles` needs."""
     method = call.func.attr if isinstance(call.func, ast.Attribute) else ""
     keywords = {k.arg for k in call.keywords}
     if method == "drop":

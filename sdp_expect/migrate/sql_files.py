@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional
 
-from sdp_expect.errors import Location, SdpExpectError
+from sdp_expect.base.errors import Location, SdpExpectError
 from sdp_expect.migrate.result import NOT_CONVERTED, Finding
 
 if TYPE_CHECKING:
@@ -33,8 +33,8 @@ def is_pipeline_sql(text: str) -> bool:
     reports, is still in a pipeline file. A text whose quote or comment is
     never closed is judged by the text before it.
     """
+    from sdp_expect.base.sqltokens import SqlTokenError
     from sdp_expect.dbsql.split import split
-    from sdp_expect.sqltokens import SqlTokenError
 
     if _declares_pipeline(text):
         return True
@@ -113,10 +113,10 @@ def _error_text(error: Any, file: str) -> str:
 
 def sql_findings(text: str, file: str) -> list[Finding]:
     """Databricks-only SQL functions and ``USING DELTA`` in a SQL file's statements."""
-    from sdp_expect.databricks_functions import DATABRICKS_ONLY_SQL_FUNCTIONS
+    from sdp_expect.base.databricks_functions import DATABRICKS_ONLY_SQL_FUNCTIONS
+    from sdp_expect.base.sqltokens import SqlTokenError, TokenKind
     from sdp_expect.dbsql.split import split
     from sdp_expect.migrate.python_rewrites import DELTA_FIX
-    from sdp_expect.sqltokens import SqlTokenError, TokenKind
 
     findings: list[Finding] = []
     try:

@@ -17,9 +17,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
+from sdp_expect.base.sqltokens import Token, TokenKind, matching_paren
 from sdp_expect.migrate.edits import TextEdits
 from sdp_expect.migrate.sources import SCHEMA_INFERENCE, root_of, translate_options
-from sdp_expect.sqltokens import Token, TokenKind, matching_paren
 
 __all__ = ["FileSource", "SqlSources", "dataset_name", "path_expression", "rewrite_sql_sources"]
 
@@ -107,8 +107,8 @@ def rewrite_sql_sources(text: str, file: str, taken: set[str], path_code: object
         (where a Databricks data root becomes ``spark.conf.get(...)``).
     :returns: The rewrite, and whether a view infers its schema from the files.
     """
+    from sdp_expect.base.sqltokens import SqlTokenError
     from sdp_expect.dbsql.split import split
-    from sdp_expect.sqltokens import SqlTokenError
 
     edits = TextEdits(text)
     result = SqlSources(text=text, lines=[])

@@ -6,14 +6,14 @@ import json
 from dataclasses import asdict
 from typing import Any, Optional
 
-from sdp_expect.report.model import DatasetSummary, QualityReport, Trends
-from sdp_expect.violation import (
+from sdp_expect.base.violation import (
     DatasetRuleFailure,
     DatasetRulePart,
     ToleranceFailure,
     TolerancePart,
     Violation,
 )
+from sdp_expect.quality.summary import DatasetSummary, QualityReport, Trends
 
 __all__ = ["dataset_rule_failure_dict", "dataset_rule_failure_from_dict", "report_dict",
            "summary_dict", "to_json", "tolerance_failure_dict", "tolerance_failure_from_dict",

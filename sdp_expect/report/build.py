@@ -1,4 +1,4 @@
-"""A :class:`~sdp_expect.report.model.QualityReport` made of what the tables hold
+"""A :class:`~sdp_expect.quality.summary.QualityReport` made of what the tables hold
 and what a run said (or, for ``sdp-expect report``, what the last runs kept).
 """
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
 
-from sdp_expect.report.as_json import dataset_rule_failure_from_dict, tolerance_failure_from_dict
-from sdp_expect.report.model import (
+from sdp_expect.base.violation import DatasetRuleFailure, ToleranceFailure, Violation
+from sdp_expect.quality.summary import (
     FAILED,
     LAST_SUCCESS,
     METRICS_SUFFIX,
@@ -23,8 +23,8 @@ from sdp_expect.report.model import (
     TableReading,
     Trends,
 )
-from sdp_expect.report.trends import rule_trends
-from sdp_expect.violation import DatasetRuleFailure, ToleranceFailure, Violation
+from sdp_expect.quality.trends import rule_trends
+from sdp_expect.report.as_json import dataset_rule_failure_from_dict, tolerance_failure_from_dict
 
 __all__ = ["build_report", "completed_metrics_tables"]
 

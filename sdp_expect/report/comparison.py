@@ -2,18 +2,18 @@
 ``sdp-expect run`` shows them (docs/history.md#the-comparison-in-the-run-summary,
 docs/alerts.md).
 
-Pure functions from the rules' trends (:func:`sdp_expect.report.trends.rule_trends`
-over the rows :func:`sdp_expect.report.history_table.read_recent` gives) and the
-alerts (:func:`sdp_expect.report.alerts.evaluate_alerts`) to text and JSON: no Spark.
+Pure functions from the rules' trends (:func:`sdp_expect.quality.trends.rule_trends`
+over the rows :func:`sdp_expect.quality.history_table.read_recent` gives) and the
+alerts (:func:`sdp_expect.quality.alerts.evaluate_alerts`) to text and JSON: no Spark.
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterable, Optional, Sequence
 
-from sdp_expect.report.alerts import Alert, percent_text, points_text, rounded_percent
-from sdp_expect.report.text import paint
-from sdp_expect.report.trends import RECENT_UPDATES, RuleTrend
+from sdp_expect.base.terminal import paint
+from sdp_expect.quality.alerts import Alert, percent_text, points_text, rounded_percent
+from sdp_expect.quality.trends import RECENT_UPDATES, RuleTrend
 
 __all__ = ["add_trends", "alert_lines", "comparison_lines", "this_update", "trend_dict"]
 

@@ -1,6 +1,6 @@
 """The data-quality report as one self-contained HTML page (``sdp-expect report --html``).
 
-:func:`render_html` draws a :class:`~sdp_expect.report.model.QualityReport`:
+:func:`render_html` draws a :class:`~sdp_expect.quality.summary.QualityReport`:
 per dataset, a bar per rule (passed against failed records, coloured by the
 rule's action), the records the dataset dropped, its quarantine's size and a
 sample of quarantined records with their ``_failed_expectations``, and, from the
@@ -15,7 +15,8 @@ from __future__ import annotations
 import html
 from typing import Any, Optional
 
-from sdp_expect.report.model import (
+from sdp_expect.base.violation import DatasetRuleFailure, ToleranceFailure, Violation, rate_text
+from sdp_expect.quality.summary import (
     FAILED,
     FAILED_EXPECTATIONS,
     LAST_SUCCESS,
@@ -29,7 +30,6 @@ from sdp_expect.report.model import (
     Trends,
 )
 from sdp_expect.report.svg_chart import trend_chart
-from sdp_expect.violation import DatasetRuleFailure, ToleranceFailure, Violation, rate_text
 
 __all__ = ["render_html"]
 

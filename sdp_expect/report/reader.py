@@ -28,15 +28,9 @@ import threading
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from sdp_expect import names
-from sdp_expect.report.as_json import (
-    dataset_rule_failure_dict,
-    summary_dict,
-    tolerance_failure_dict,
-    violation_dict,
-)
-from sdp_expect.report.history_table import read_history
-from sdp_expect.report.model import (
+from sdp_expect.base import names
+from sdp_expect.quality.history_table import read_history
+from sdp_expect.quality.summary import (
     DEFAULT_SAMPLE,
     FAILED_EXPECTATIONS,
     METRICS_COLUMNS,
@@ -50,7 +44,13 @@ from sdp_expect.report.model import (
     ReadError,
     TableReading,
 )
-from sdp_expect.report.own_process import run_module
+from sdp_expect.report.as_json import (
+    dataset_rule_failure_dict,
+    summary_dict,
+    tolerance_failure_dict,
+    violation_dict,
+)
+from sdp_expect.spark.own_process import run_module
 
 __all__ = ["HISTORY_FILE", "load_history", "prepare_reading", "read_tables",
            "read_through_server", "save_history"]

@@ -2,7 +2,7 @@
 report's trends, docs/history.md#trends-in-the-report).
 
 Pure functions: data in, SVG text out. :func:`line_chart` draws any series of
-percentages; :func:`trend_chart` draws a :class:`~sdp_expect.report.trends.RuleTrend`
+percentages; :func:`trend_chart` draws a :class:`~sdp_expect.quality.trends.RuleTrend`
 with it. The SVG is built with :mod:`xml.etree.ElementTree`, which escapes every text
 and attribute (characters XML cannot hold are replaced first).
 
@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from sdp_expect.report.trends import RuleTrend
+from sdp_expect.quality.trends import RuleTrend
 
 __all__ = ["ChartPoint", "WIDTH", "HEIGHT", "line_chart", "percent_text", "trend_chart",
            "y_top"]

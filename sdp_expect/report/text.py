@@ -5,11 +5,19 @@
 
 from __future__ import annotations
 
-import os
-from typing import Optional, Sequence, TextIO
+from typing import Optional, Sequence
 
-from sdp_expect.model import Action
-from sdp_expect.report.model import (
+from sdp_expect.base.terminal import paint
+from sdp_expect.base.violation import (
+    DatasetRuleFailure,
+    ToleranceFailure,
+    Violation,
+    names_text,
+    quote,
+    rate_text,
+)
+from sdp_expect.core.model import Action
+from sdp_expect.quality.summary import (
     FAILED,
     LAST_SUCCESS,
     NO_SUCCESS,
@@ -20,42 +28,8 @@ from sdp_expect.report.model import (
     QualityReport,
     RuleResult,
 )
-from sdp_expect.violation import (
-    DatasetRuleFailure,
-    ToleranceFailure,
-    Violation,
-    names_text,
-    quote,
-    rate_text,
-)
 
-__all__ = ["dataset_rule_lines", "paint", "to_text", "tolerance_lines", "use_color",
-           "violation_lines"]
-
-
-def use_color(choice: str, stream: TextIO) -> bool:
-    """Whether to colour output: ``always``, ``never``, or ``auto`` (a terminal, NO_COLOR unset)."""
-    if choice == "always":
-        return True
-    if choice == "never":
-        return False
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty()) and "NO_COLOR" not in os.environ \
-        and os.environ.get("TERM") != "dumb"
-
-
-_STYLES = {
-    "bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "magenta": "35",
-    "cyan": "36", "bold red": "1;31", "bold green": "1;32", "bold yellow": "1;33",
-    "reverse red": "1;41;97",
-}
-
-
-def paint(text: str, style: str, enabled: bool) -> str:
-    """``text`` in an ANSI terminal style when ``enabled``, else unchanged."""
-    if not enabled or not text:
-        return text
-    return f"\x1b[{_STYLES[style]}m{text}\x1b[0m"
+__all__ = ["dataset_rule_lines", "to_text", "tolerance_lines", "violation_lines"]
 
 
 _ACTION_STYLE = {Action.WARN.value: "yellow", Action.DROP.value: "magenta",

@@ -3,7 +3,7 @@
 A rule file holds rules in the mapping, list or grouped format, optionally
 under a top-level ``expectations:`` key (``docs/rule-files.md`` has the
 grammar). :func:`load` reads one file and returns its rules as
-:class:`~sdp_expect.model.Expectation` values in file order, or raises
+:class:`~sdp_expect.core.model.Expectation` values in file order, or raises
 :class:`RuleFileError` listing every mistake in that file.
 :func:`check_file` does the same without raising (for ``sdp-expect
 validate``), and :func:`as_kwargs` turns rules into the dicts that
@@ -13,7 +13,7 @@ Reading is defensive, because a rule file is input: the file must be a
 regular file of at most :data:`MAX_FILE_BYTES`, UTF-8 text without NUL
 bytes, one YAML or JSON document at most :data:`MAX_DEPTH` levels deep, and
 YAML aliases may add at most :data:`MAX_ALIAS_EXPANSION` nodes. Anything
-else is an :class:`~sdp_expect.errors.SdpExpectError`; no input makes
+else is an :class:`~sdp_expect.base.errors.SdpExpectError`; no input makes
 :func:`load` raise another exception.
 
 The package reads a file in three steps, one module each:
@@ -29,8 +29,9 @@ import os
 from pathlib import Path
 from typing import Iterable, Optional, Union
 
-from sdp_expect.errors import Location, SdpExpectError
-from sdp_expect.model import Action, DatasetCheck, Expectation, RuleNames, WholeCheck
+from sdp_expect.base.errors import Location, SdpExpectError
+from sdp_expect.base.text_files import os_reason
+from sdp_expect.core.model import Action, DatasetCheck, Expectation, RuleNames, WholeCheck
 from sdp_expect.rules.describe import kind_of
 from sdp_expect.rules.document import (
     MAX_ALIAS_EXPANSION,
@@ -42,7 +43,6 @@ from sdp_expect.rules.document import (
 )
 from sdp_expect.rules.errors import RuleError, RuleFileError
 from sdp_expect.rules.grammar import MAX_ERRORS, Reader, RuleEntry, RuleFileCheck, StopReading
-from sdp_expect.text_files import os_reason
 
 __all__ = [
     "MAX_ALIAS_EXPANSION",

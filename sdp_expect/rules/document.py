@@ -1,7 +1,7 @@
 """From a rule file to a document: reading it safely, then parsing YAML or JSON within limits.
 
 The file must be a regular file of at most :data:`MAX_FILE_BYTES`, UTF-8 text
-without NUL bytes (read by :func:`sdp_expect.text_files.read_text`), and one
+without NUL bytes (read by :func:`sdp_expect.base.text_files.read_text`), and one
 YAML or JSON document at most :data:`MAX_DEPTH` levels deep; YAML aliases may
 add at most :data:`MAX_ALIAS_EXPANSION` nodes. Anything else is a
 :class:`DocumentProblem`, never another exception. Keys written twice in one
@@ -18,7 +18,7 @@ from typing import Any, Iterator, Optional
 
 import yaml
 
-from sdp_expect.text_files import TextFileProblem, read_text
+from sdp_expect.base.text_files import TextFileProblem, read_text
 
 # libyaml parses events in C without recursion; composing stays in Python, where it is bounded.
 _EventSource: Any = yaml.cyaml.CParser if yaml.__with_libyaml__ else None

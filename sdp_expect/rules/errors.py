@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence, Union
 
-from sdp_expect.errors import Location, SdpExpectError
+from sdp_expect.base.errors import Location, SdpExpectError
 
 __all__ = ["RuleError", "RuleFileError"]
 
@@ -16,7 +16,7 @@ class RuleError(SdpExpectError):
     ``Location('rules/orders.yml', rule=3)``, shown ``'rules/orders.yml, rule 3'``, or
     ``Location('rules/orders.yml', label="rule 'id > 0'")`` for a rule named by its key.
 
-    :param code: A code from :data:`~sdp_expect.errors.ERROR_CATALOGUE`.
+    :param code: A code from :data:`~sdp_expect.base.errors.ERROR_CATALOGUE`.
     :param detail: What exactly is wrong.
     :param place: The file as the user named it, and the part of it concerned.
     :param dataset: The dataset the rules are for, when known.

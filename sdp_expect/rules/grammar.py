@@ -12,8 +12,8 @@ import difflib
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from sdp_expect.errors import Location, SdpExpectError
-from sdp_expect.model import (
+from sdp_expect.base.errors import Location, SdpExpectError
+from sdp_expect.core.model import (
     DECORATORS,
     GROUP_DECORATORS,
     Action,

@@ -1,0 +1,70 @@
+"""The definitions file: facts about the graph, recorded while it is defined.
+
+``sdp-expect run`` and ``dry-run`` name a file in :data:`DEFINITIONS_VARIABLE` for
+their ``spark-pipelines`` child; while the pipeline is defined, the child appends
+one JSON value per line (:func:`record_definition`), such as which check view
+stands for which expectation. The tool layer reads it back
+(:class:`sdp_expect.runtime.run_output.Definitions`): values, never text that was
+printed. No pyspark here, so that both emitters and the tools can import it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from types import TracebackType
+from typing import Any, Optional
+
+from sdp_expect.base.errors import SdpExpectError
+
+__all__ = ["DEFINITIONS_VARIABLE", "record_definition", "record_errors_on_exit"]
+
+DEFINITIONS_VARIABLE = "SDP_EXPECT_DEFINITIONS"
+"""The environment variable naming the definitions file (JSON lines)."""
+
+
+def record_definition(entry: dict[str, Any]) -> None:
+    """Append one fact about the graph to the definitions file, when one is asked for."""
+    path = os.environ.get(DEFINITIONS_VARIABLE)
+    if not path:
+        return
+    try:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    except OSError:  # the file only improves the messages of sdp-expect run
+        pass
+
+
+def _coded(error: Optional[BaseException]) -> Optional[SdpExpectError]:
+    """The sdp-expect error in an exception's chain (pyspark may wrap it)."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, SdpExpectError):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def record_errors_on_exit() -> None:
+    """When a definitions file is asked for, record the coded error that stops the
+    definition (``{"kind": "error", ...}``: code, dataset, expectation, place), so that
+    tools read where it is as values instead of from the printed traceback.
+
+    ``spark-pipelines`` lets an error raised while a pipeline file is imported reach the
+    top of its process: Python's ``sys.excepthook`` sees it, and this records it first.
+    """
+    if not os.environ.get(DEFINITIONS_VARIABLE) or getattr(sys.excepthook, "_sdpx", False):
+        return
+    previous = sys.excepthook
+
+    def hook(kind: type[BaseException], error: BaseException,
+             trace: Optional[TracebackType]) -> None:
+        coded = _coded(error)
+        if coded is not None:
+            record_definition({"kind": "error", **coded.as_dict()})
+        previous(kind, error, trace)
+
+    hook._sdpx = True  # type: ignore[attr-defined]
+    sys.excepthook = hook

@@ -1,0 +1,259 @@
+"""Check rule files and Databricks SQL files without running a pipeline (``sdp-expect validate``).
+
+:func:`validate_paths` reads each file, or every such file under a directory,
+and collects every error with its file, place and code. Nothing here imports
+pyspark or starts Spark.
+
+Which files are checked, and how, is decided by their suffix through
+:data:`CHECKERS`; other modules plug in more kinds with
+:func:`register_checker`:
+
+- ``.yml``, ``.yaml`` and ``.json`` are rule files (:func:`check_rule_file`,
+  the grammar of ``docs/rule-files.md``);
+- ``.sql`` files are Databricks SQL pipeline files (:func:`check_sql_file`, in
+  :mod:`sdp_expect.checks.sql_files`): each statement is read as
+  ``sdp_expect.sql.include`` reads it, every ``CONSTRAINT ... EXPECT`` is
+  checked as a rule file's constraint is, and a rule file that a
+  ``'sdp_expect.rules'`` table property names is checked too, as a file of its
+  own (its errors name the rule file).
+
+A file with any other suffix, named explicitly, is read as a rule file (the
+format is decided by the content). Each file is checked once, however often it
+is named or referenced.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence, Union
+
+from sdp_expect.base.project import SPEC_FILE_NAMES, spec_in
+from sdp_expect.checks.layout import layout_problems
+from sdp_expect.checks.results import (
+    Checker,
+    FileResult,
+    ReferencedFile,
+    ValidationIssue,
+    ValidationNote,
+    check_rule_file,
+    rule_file_result,
+)
+from sdp_expect.checks.sql_files import check_sql_file
+
+__all__ = [
+    "CHECKERS",
+    "Checker",
+    "FileResult",
+    "PIPELINE_SPECS",
+    "ReferencedFile",
+    "ValidationIssue",
+    "ValidationNote",
+    "ValidationReport",
+    "check_rule_file",
+    "check_sql_file",
+    "register_checker",
+    "rule_file_result",
+    "validate_paths",
+]
+
+StrPath = Union[str, "os.PathLike[str]"]
+
+
+CHECKERS: dict[str, Checker] = {
+    ".yml": check_rule_file,
+    ".yaml": check_rule_file,
+    ".json": check_rule_file,
+    ".sql": check_sql_file,
+}
+"""Suffix (lower case, with the dot) to checker; directories are searched for these suffixes."""
+
+
+def register_checker(suffix: str, checker: Checker) -> None:
+    """Check files ending in ``suffix`` with ``checker``, also when found under a directory.
+
+    :param suffix: The file suffix with its dot, e.g. ``'.sql'`` (any case).
+    :param checker: The function that checks one file.
+    """
+    CHECKERS[suffix.lower()] = checker
+
+
+@dataclass
+class ValidationReport:
+    """Everything :func:`validate_paths` found.
+
+    :param errors: Every error, file by file in the order checked.
+    :param notes: Things worth knowing that are not errors.
+    :param files_checked: How many files were checked.
+    :param rules_checked: How many rules those files hold, valid or not.
+    """
+
+    errors: list[ValidationIssue] = field(default_factory=list)
+    notes: list[ValidationNote] = field(default_factory=list)
+    files_checked: int = 0
+    rules_checked: int = 0
+    _seen: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        """True when no error was found."""
+        return not self.errors
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as plain data (the shape of :meth:`to_json`)."""
+        return {
+            "ok": self.ok,
+            "files_checked": self.files_checked,
+            "rules_checked": self.rules_checked,
+            # line and column stay out: the JSON keeps its shape (the place is in "rule");
+            # --format github and sarif place each error by them
+            "errors": [{k: v for k, v in asdict(e).items() if k not in ("line", "column")}
+                       for e in self.errors],
+            "notes": [asdict(n) for n in self.notes],
+        }
+
+    def to_json(self) -> str:
+        """The report as a JSON object: ok, files_checked, rules_checked, errors, notes."""
+        return json.dumps(self.to_dict(), indent=2)
+
+    def to_text(self) -> str:
+        """The report for people: one line per error and note, then a summary line."""
+        lines = [e.to_text() for e in self.errors]
+        lines.extend(f"note: {n.file}: {n.message}" for n in self.notes)
+        files = f"{self.files_checked} file{'' if self.files_checked == 1 else 's'}"
+        rules = f"{self.rules_checked} rule{'' if self.rules_checked == 1 else 's'}"
+        count = len(self.errors)
+        found = f"{count} error{'' if count == 1 else 's'}" if count else "no errors"
+        lines.append(f"checked {files}, {rules}: {found}")
+        return "\n".join(lines) + "\n"
+
+    def add(self, result: FileResult) -> None:
+        """Count one checked file and keep its errors and notes, then those of its references.
+
+        A referenced file already in the report is not counted again.
+
+        :param result: What its checker found.
+        """
+        self.files_checked += 1
+        self.rules_checked += result.rules
+        self.errors.extend(result.errors)
+        self.notes.extend(result.notes)
+        for reference in result.references:
+            if self.first_time(reference.path):
+                self.add(reference.result)
+
+    def check(self, path: str, checker: Checker) -> None:
+        """Check ``path`` with ``checker`` and add the result, unless the file is in the report.
+
+        :param path: The file as shown.
+        :param checker: The function that checks it.
+        """
+        if self.first_time(path):
+            self.add(checker(path))
+
+    def first_time(self, path: str) -> bool:
+        """True the first time a file is named (by its real path); remembers it.
+
+        :param path: The file as shown.
+        """
+        key = _real_path(path)
+        if key in self._seen:
+            return False
+        self._seen.add(key)
+        return True
+
+
+def validate_paths(paths: Sequence[StrPath]) -> ValidationReport:
+    """Check rule files and directories of rule files, collecting every error.
+
+    :param paths: Files, or directories searched (recursively, skipping names
+        that start with a dot) for files whose suffix has a checker in
+        :data:`CHECKERS` (``.yml``, ``.yaml``, ``.json``, ``.sql``), taken in
+        sorted order. A file named twice, or found again as the rule file of a
+        SQL file, is checked once.
+    :returns: The report; ``report.ok`` is True when nothing is wrong.
+    """
+    report = ValidationReport()
+    for path in paths:
+        shown = os.fsdecode(path)
+        if os.path.isdir(shown):
+            _check_directory(shown, report)
+        else:
+            _check_named_file(shown, report)
+    return report
+
+
+PIPELINE_SPECS = frozenset(SPEC_FILE_NAMES)
+"""File names of pipeline specs: never rule files, so not checked (a note when named)."""
+
+
+def _check_named_file(path: str, report: ValidationReport) -> None:
+    suffix = os.path.splitext(path)[1].lower()
+    if os.path.basename(path) in PIPELINE_SPECS:
+        report.notes.append(ValidationNote(
+            path, "a pipeline spec: its libraries checked for files that spark-pipelines "
+            "refuses (not read as a rule file)"))
+        _check_layout(Path(path), report)
+        return
+    report.check(path, CHECKERS.get(suffix, check_rule_file))
+
+
+def _check_layout(spec: Path, report: ValidationReport) -> None:
+    """The files in the spec's libraries that ``spark-pipelines`` would refuse or misread
+    (:mod:`sdp_expect.checks.layout`), as errors of the files concerned."""
+    for problem in layout_problems(spec):
+        place = problem.place
+        shown = str(spec.parent / place.file) if place is not None and place.file else str(spec)
+        report.errors.append(ValidationIssue(problem.code, shown, None,
+                                             problem.render(with_location=False)
+                                             .removeprefix(f"[{problem.code}] ")))
+
+
+def _check_directory(directory: str, report: ValidationReport) -> None:
+    spec = spec_in(Path(directory))
+    if spec is not None:
+        _check_layout(spec, report)
+    found, unreadable = _files_under(directory)
+    for path in unreadable:
+        report.errors.append(ValidationIssue(
+            "SDPX-VAL-003", path, None,
+            "cannot read the directory. Fix: check that it exists and is readable.",
+        ))
+    for path in found:
+        report.check(path, CHECKERS[os.path.splitext(path)[1].lower()])
+    if not found and not unreadable:
+        suffixes = ", ".join(sorted(CHECKERS))
+        report.notes.append(ValidationNote(directory, f"no files ending in {suffixes} here"))
+
+
+def _files_under(directory: str) -> tuple[list[str], list[str]]:
+    """Files under ``directory`` with a checked suffix (sorted), and unreadable directories."""
+    found: list[str] = []
+    unreadable: list[str] = []
+
+    def failed(error: OSError) -> None:
+        unreadable.append(os.fsdecode(error.filename) if error.filename else directory)
+
+    for root, dirs, files in os.walk(directory, onerror=failed):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        found.extend(
+            os.path.join(root, name)
+            for name in files
+            if not name.startswith(".") and name not in PIPELINE_SPECS
+            and os.path.splitext(name)[1].lower() in CHECKERS
+        )
+    return sorted(found, key=_sort_key), sorted(unreadable)
+
+
+def _sort_key(path: str) -> tuple[str, ...]:
+    return tuple(path.replace(os.sep, "/").split("/"))
+
+
+def _real_path(path: str) -> str:
+    """The file's canonical path (symbolic links resolved), or ``path`` when it has none."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return path

@@ -1,0 +1,802 @@
+"""The one planner of the companion graph: what a dataset with expectations becomes.
+
+Every front end hands this module the expectations of one dataset (the one
+model, :class:`~sdp_expect.core.model.DatasetRules`) and where they were declared;
+it answers with a :class:`Plan`: every dataset to register (the dataset
+itself and its companions ``<dataset>_quarantine``, ``<dataset>_dq_batches``,
+``<dataset>_dq_metrics``), every flow (``<flow>_to_quarantine``,
+``<flow>_to_dq_batches``), what each flow reads (the user's query or another
+dataset) and computes (a piece of :class:`~sdp_expect.core.compiler.RuleLogic`),
+its Spark conf (no retries with fail rules, one shuffle partition for a batch
+log), and the flow's unread check
+views. The definition-time checks of the graph (SDPX-DEF-105, -106, -108) are
+raised here, for every front end, at the location the front end passes in.
+
+Two emitters turn a plan into a graph and decide nothing of their own:
+:mod:`sdp_expect.emit.python` into ``pyspark.pipelines`` calls over
+DataFrames (the Python API, :mod:`sdp_expect.pipelines`), and
+:mod:`sdp_expect.emit.sql` into open-source SDP SQL text (``sql.include``,
+``sdp-expect translate``). This module imports no pyspark.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional
+
+from sdp_expect.base.errors import Location, SdpExpectError
+from sdp_expect.base.names import (
+    batch_log_comment,
+    batch_log_flow_name,
+    batch_log_name,
+    metrics_comment,
+    metrics_name,
+    quarantine_comment,
+    quarantine_flow_name,
+    quarantine_name,
+)
+from sdp_expect.base.options import PipelineOptions
+from sdp_expect.base.spark_version import WATERMARK_IN_HIVE_SESSION, spark_has
+from sdp_expect.core.compiler import RuleLogic
+from sdp_expect.core.model import (
+    Action,
+    Aggregate,
+    DatasetKind,
+    DatasetRules,
+    Expectation,
+    UniqueKey,
+)
+
+__all__ = [
+    "CHECK_VIEW_PREFIX",
+    "NO_RETRY_CONF",
+    "BATCH_INPUT_VIEW_PREFIX",
+    "BATCH_LOG_CONF",
+    "RETRY_KEY",
+    "SHUFFLE_PARTITIONS_KEY",
+    "CompanionPlan",
+    "DatasetSpec",
+    "FlowSpec",
+    "Plan",
+    "PlanState",
+    "Role",
+    "RuleCheck",
+    "Step",
+    "TablePlan",
+    "Where",
+    "auto_cdc_target_error",
+    "batch_input_view_name",
+    "check_view_name",
+    "flow_conf",
+    "plan_append_flow",
+    "plan_auto_cdc_flow",
+    "plan_companions",
+    "plan_dataset",
+    "plan_declared_table",
+    "plan_unchecked_dataset",
+    "FILE_FORMATS",
+    "rule_checks",
+]
+
+RETRY_KEY = "spark.sql.pipelines.maxFlowRetryAttempts"
+"""The Spark setting of how often SDP retries a failed flow."""
+
+NO_RETRY_CONF = {RETRY_KEY: "0"}
+"""Per-flow setting for flows with fail rules: a failed expectation is not retried."""
+
+SHUFFLE_PARTITIONS_KEY = "spark.sql.shuffle.partitions"
+"""The Spark setting of how many partitions a shuffle (and a streaming aggregation's
+state) has."""
+
+BATCH_INPUT_VIEW_PREFIX = "_sdpx_batch_input_"
+"""The start of the name of a batch log's input view (:func:`batch_input_view_name`)."""
+
+BATCH_LOG_CONF = {SHUFFLE_PARTITIONS_KEY: "1"}
+"""Per-flow setting of a batch log's flow: its aggregation has one group per micro-batch,
+so one partition of state; with Spark's default (200) every micro-batch would run 200
+tasks of an empty state store (measured: 10x the update time). Spark keeps the number a
+streaming query started with in its checkpoint."""
+
+CHECK_VIEW_PREFIX = "_sdpx_check_"
+
+
+# --------------------------------------------------------------------------- where and state
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a front end met a definition, for the errors raised while planning it.
+
+    :param location: The SQL statement's, or the Python decorator's, file and line.
+    :param sql: True for the Databricks SQL front end: the errors' fixes name
+        SQL clauses (``CONSTRAINT``, ``TBLPROPERTIES``) instead of decorators.
+    """
+
+    location: Optional[Location] = None
+    sql: bool = False
+
+
+_SQL_FIXES = {
+    "SDPX-DEF-105": "put CREATE STREAMING TABLE ... (CONSTRAINT ...) before the CREATE FLOW "
+                    "statements (or append_flow definitions) that write into the table",
+    "SDPX-DEF-106": "remove 'sdp_expect.quarantine' from the view's TBLPROPERTIES and set it "
+                    "on the materialized view or streaming table that reads the view",
+    "SDPX-DEF-108": "put the CONSTRAINT ... EXPECT clauses on the dataset the Auto CDC flow "
+                    "reads (e.g. a temporary view), not on its target",
+    "SDPX-DEF-113": "define the dataset as a MATERIALIZED VIEW to enforce the tolerance, "
+                    "make it a warn rule (no ON VIOLATION clause: reported in the metrics), or "
+                    "remove its 'sdp_expect.max_failed.<expectation>' property (a streaming "
+                    "table's micro-batches commit one by one, docs/thresholds.md)",
+    "SDPX-DEF-114": "define a MATERIALIZED VIEW that reads the streaming table or view, "
+                    "and give it the rule file with the key rule (docs/dataset-rules.md)",
+    "SDPX-DEF-112": "store the table in a format with transactional appends (USING delta or "
+                    "USING iceberg), or write it with one CREATE FLOW over a UNION ALL of the "
+                    "sources; if the format is safe, set "
+                    "sdp_expect.multiple_flows_on_file_formats = allow in the configuration",
+}
+"""The SQL front end's wording of the fixes (the Python API's are the catalogue's)."""
+
+
+def _error(code: str, dataset: str, where: Where, detail: Optional[str] = None
+           ) -> SdpExpectError:
+    """A definition error of the graph, with the fix worded for the front end."""
+    return SdpExpectError(code, detail, dataset=dataset, location=where.location,
+                          fix=_SQL_FIXES.get(code) if where.sql else None)
+
+
+def _check_tolerances(rules: DatasetRules, kind: DatasetKind, where: Where) -> None:
+    """SDPX-DEF-113: a fail or drop tolerance on a streaming table, or any tolerance on a
+    temporary view (docs/thresholds.md#the-records-checked). A streaming table commits
+    each micro-batch on its own, and no streaming query logic knows a micro-batch's
+    totals before it writes its records, so only a warn tolerance (reported, judged on
+    the metrics row's counts) can be kept; a temporary view is inlined into every
+    reader."""
+    if kind is DatasetKind.MATERIALIZED_VIEW:
+        return
+    for expectation in rules.expectations:
+        if expectation.max_failed is None:
+            continue
+        if kind is DatasetKind.STREAMING_TABLE and expectation.action is Action.WARN:
+            continue
+        what = ("tolerances on a streaming table are reported (warn rules), not enforced"
+                if kind is DatasetKind.STREAMING_TABLE
+                else "a temporary view has no metrics to judge a tolerance on")
+        raise SdpExpectError(
+            "SDPX-DEF-113",
+            f"max_failed={expectation.max_failed.text!r} on a {expectation.action.value} "
+            f"rule of a {kind.value}: {what}",
+            dataset=rules.dataset, expectation=expectation.name,
+            location=expectation.place or where.location,
+            fix=_SQL_FIXES["SDPX-DEF-113"] if where.sql else None)
+
+
+def _check_dataset_checks(rules: DatasetRules, kind: DatasetKind, where: Where) -> None:
+    """SDPX-DEF-114: a unique key on a streaming table, or any key rule on a temporary
+    view (docs/dataset-rules.md#streaming-tables-and-temporary-views). A unique key needs
+    a window over all the records, which Spark refuses on a stream; a temporary view is
+    inlined into its readers, which may read it as a stream. A reference on a streaming
+    table is a stream-static left join, which Spark runs."""
+    if kind is DatasetKind.MATERIALIZED_VIEW:
+        return
+    for expectation in rules.expectations:
+        if expectation.check is not None and (
+                kind is DatasetKind.TEMPORARY_VIEW or isinstance(expectation.check, UniqueKey)):
+            raise SdpExpectError(
+                "SDPX-DEF-114",
+                f"the key rule {expectation.constraint} on a {kind.value}: "
+                + ("unique keys are checked on materialized views only"
+                   if kind is DatasetKind.STREAMING_TABLE
+                   else "key rules are checked on materialized views and (references) "
+                   "streaming tables only"),
+                dataset=rules.dataset, expectation=expectation.name,
+                location=expectation.place or where.location,
+                fix=_SQL_FIXES["SDPX-DEF-114"] if where.sql else None)
+
+
+def _check_whole_checks(rules: DatasetRules, kind: DatasetKind, where: Where) -> None:
+    """SDPX-DEF-117: a rule on the dataset as a whole where it cannot be judged
+    (docs/row-count-rules.md#streaming-tables): any on a temporary view (no metrics, inlined
+    into its readers); on a streaming table a fail row count (each micro-batch commits
+    before the whole is known) or any aggregate (no sum of per-micro-batch counts gives
+    an arbitrary aggregate of all the records). A warn row count on a streaming table is
+    judged on the cumulative metrics row."""
+    if kind is DatasetKind.MATERIALIZED_VIEW:
+        return
+    for expectation in rules.expectations:
+        whole = expectation.whole
+        if whole is None:
+            continue
+        if (kind is DatasetKind.STREAMING_TABLE and expectation.action is Action.WARN
+                and not isinstance(whole, Aggregate)):
+            continue
+        if kind is DatasetKind.TEMPORARY_VIEW:
+            why = "a temporary view has no metrics and is inlined into each reader"
+        elif isinstance(whole, Aggregate):
+            why = ("an aggregate of all the records of a streaming table is not known from "
+                   "its micro-batches")
+        else:
+            why = ("a streaming table writes each micro-batch before its whole count is "
+                   "known; a warn row-count rule is judged on the records since the last "
+                   "full refresh")
+        raise SdpExpectError(
+            "SDPX-DEF-117",
+            f"the {expectation.action.value} rule {expectation.constraint} on a "
+            f"{kind.value}: {why}",
+            dataset=rules.dataset, expectation=expectation.name,
+            location=expectation.place or where.location)
+
+
+FILE_FORMATS = frozenset({"parquet", "orc", "json", "csv", "text", "avro", "xml", "binaryfile"})
+"""Spark's file sources: a streaming table stored in one of them is written by Spark's
+file sink, whose commit log (``_spark_metadata``) has room for one writer only."""
+
+
+def _note_flow(state: PlanState, target: str, flow: str, where: Where) -> None:
+    """Remember that ``flow`` writes ``target``, and check the table can take it."""
+    flows = state.flows_into.setdefault(target, [])
+    if flow not in flows:
+        flows.append(flow)
+    _check_file_table(state, target, where)
+
+
+def _check_file_table(state: PlanState, table: str, where: Where) -> None:
+    """SDPX-DEF-112: a streaming table in a file format with two or more flows
+    (docs/semantics.md#several-flows).
+
+    Each flow is its own streaming query and writes its own batch numbers into the
+    table's one commit log: the second flow's commits are taken for ones already made
+    and skipped, so a reader sees one flow's records and the update still succeeds.
+    That is a silently wrong table, hence an error, not a warning; the setting
+    ``sdp_expect.multiple_flows_on_file_formats = allow`` is for a user whose format
+    name is one of Spark's file sources but whose storage is safe.
+    """
+    flows = state.flows_into.get(table, [])
+    if (len(flows) < 2 or table not in state.streaming_tables
+            or state.options.multiple_flows_on_file_formats):
+        return
+    given = state.streaming_tables[table]
+    table_format = (given or state.options.default_format).strip().lower()
+    if table_format not in FILE_FORMATS:
+        return
+    source = "its format" if given else "the session's default format (spark.sql.sources.default)"
+    raise _error("SDPX-DEF-112", table, where, (
+        f"the streaming table {table!r} is stored as {table_format} ({source}) and written by "
+        f"{len(flows)} flows ({', '.join(repr(f) for f in flows)}): Spark's file sink keeps one "
+        "commit log per table, so the flows overwrite each other's commits and a reader sees "
+        "one flow's records"))
+
+
+@dataclass
+class PlanState:
+    """What the planner remembers about one pipeline graph while it is defined.
+
+    The front ends share it (a ``CREATE FLOW`` in SQL gets the rules of a table
+    declared in Python, and the other way round); the Python API keeps it per
+    graph (:func:`sdp_expect.spark.registration.graph_state`), ``sdp-expect translate``
+    per run.
+
+    :param options: The pipeline-wide settings (read once per graph).
+    :param table_rules: Streaming tables whose rules apply to every flow into
+        them, by name.
+    :param flows_into: The flows that write each dataset so far, by the dataset's
+        name, in the order they were defined.
+    :param streaming_tables: The streaming tables declared so far, with the
+        format given (None: the session's default).
+    :param sinks: Names declared with ``create_sink``.
+    :param batch_per_micro_batch: True when a batch log has one row per micro-batch (a
+        watermarked aggregation); False on Spark 4.1, whose session with the Hive
+        catalog cannot resolve SQL's ``WATERMARK`` (SPARK-56453): one row per record
+        there. Default: from the installed Spark.
+    """
+
+    options: PipelineOptions
+    table_rules: dict[str, TablePlan] = field(default_factory=dict)
+    flows_into: dict[str, list[str]] = field(default_factory=dict)
+    streaming_tables: dict[str, Optional[str]] = field(default_factory=dict)
+    sinks: set[str] = field(default_factory=set)
+    batch_per_micro_batch: bool = field(
+        default_factory=lambda: spark_has(WATERMARK_IN_HIVE_SESSION))
+
+    @property
+    def flow_targets(self) -> set[str]:
+        """The datasets some flow already writes into."""
+        return set(self.flows_into)
+
+
+# --------------------------------------------------------------------------- the plan's values
+
+
+class Role(str, enum.Enum):
+    """What a dataset or flow is to the dataset with expectations."""
+
+    TARGET = "target"
+    """The dataset itself (the kept records), or a flow into it."""
+    QUARANTINE = "quarantine"
+    BATCH_LOG = "batch log"
+    METRICS = "metrics"
+
+
+class Step(str, enum.Enum):
+    """Which piece of :class:`~sdp_expect.core.compiler.RuleLogic` a flow computes."""
+
+    TARGET = "target"
+    QUARANTINE = "quarantine"
+    BATCH_INPUT = "batch log input"
+    BATCH_LOG = "batch log"
+    BATCH_LOG_BY_RECORD = "batch log, one row per record"
+    METRICS_FROM_QUERY = "metrics from the query"
+    METRICS_FROM_BATCH_LOG = "metrics from the batch log"
+    METRICS_FROM_COMPANIONS = "metrics from the kept and the dropped records"
+
+
+@dataclass(frozen=True)
+class CompanionPlan:
+    """The companion datasets of one dataset (names, or None when absent).
+
+    :param quarantine: The quarantine dataset (same kind as the dataset).
+    :param batch_log: Streaming tables only: the internal streaming table that
+        keeps one row of counts per micro-batch of each flow, so that the metrics
+        can be cumulative at a cost that grows with the micro-batches, not the records.
+    :param metrics: The ``<dataset>_dq_metrics`` materialized view.
+    """
+
+    quarantine: Optional[str] = None
+    batch_log: Optional[str] = None
+    metrics: Optional[str] = None
+
+    def names(self) -> tuple[str, ...]:
+        """The names of the companion datasets there are."""
+        return tuple(name for name in (self.quarantine, self.batch_log, self.metrics) if name)
+
+
+@dataclass(frozen=True)
+class FlowSpec:
+    """One flow: its name, its target, what it reads and computes, its Spark conf.
+
+    :param name: The flow's name (a dataset's own flow has the dataset's name).
+    :param target: The dataset it writes.
+    :param step: The piece of rule logic it computes.
+    :param reads: None: the flow's query (the user's); else the dataset it reads.
+    :param spark_conf: The flow's Spark conf.
+    :param logic: The rules' logic (not compared: the plan's rules are).
+    :param also_reads: A second dataset it reads (the quarantine, for metrics counted
+        from what a materialized view wrote).
+    """
+
+    name: str
+    target: str
+    step: Step
+    reads: Optional[str] = None
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+    logic: Optional[RuleLogic] = field(default=None, compare=False, repr=False)
+    also_reads: Optional[str] = None
+
+    def select(self, source: str, also: Optional[str] = None) -> str:
+        """The flow's ``SELECT`` from the relation ``source`` (what it reads; ``also``:
+        the relation of :attr:`also_reads`), as the compiler writes it."""
+        logic = self.logic
+        assert logic is not None
+        if self.step is Step.METRICS_FROM_COMPANIONS:
+            assert also is not None
+            return logic.metrics_select_from_companions(source, also)
+        if self.step is Step.TARGET:
+            return logic.target_select(source)
+        if self.step is Step.QUARANTINE:
+            return logic.quarantine_select(source)
+        if self.step is Step.BATCH_INPUT:
+            return logic.batch_input_select(source)
+        if self.step is Step.BATCH_LOG:
+            return logic.batch_log_select(source)
+        if self.step is Step.BATCH_LOG_BY_RECORD:
+            return logic.batch_log_record_select(source)
+        if self.step is Step.METRICS_FROM_QUERY:
+            return logic.metrics_select_from_query(source)
+        return logic.metrics_select_from_batch_log(source)
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One dataset to register.
+
+    :param name: Its name.
+    :param kind: Its kind.
+    :param role: What it is to the dataset with expectations.
+    :param comment: Its comment; None for the dataset itself (the user's clauses
+        pass on as written).
+    :param format: Its table format (a streaming table's companions take the table's).
+    :param query: The flow that defines it (a materialized view's, a temporary view's,
+        a streaming table's own); None: a streaming table that flows append to.
+    """
+
+    name: str
+    kind: DatasetKind
+    role: Role
+    comment: Optional[str] = None
+    format: Optional[str] = None
+    query: Optional[FlowSpec] = None
+
+
+@dataclass(frozen=True)
+class RuleCheck:
+    """One unread temporary view that checks a flow's query or one of its rules.
+
+    :param view: The view's name (:func:`check_view_name`).
+    :param expectation: The rule it checks; None: the query alone.
+    :param definition: What the definitions file records of it (JSON values).
+    :param logic: The rules' logic (not compared).
+    """
+
+    view: str
+    expectation: Optional[Expectation]
+    definition: dict[str, Any]
+    logic: Optional[RuleLogic] = field(default=None, compare=False, repr=False)
+
+    def select(self, source: str) -> str:
+        """The view's ``SELECT`` from the relation ``source`` (the flow's query)."""
+        assert self.logic is not None
+        return self.logic.rule_check_select(source, self.expectation)
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    """A streaming table with expectations, as every flow into it needs it.
+
+    :param rules: Its expectations and settings.
+    :param companions: Its companion datasets.
+    :param logic: The rules' logic (the options of the table's declaration).
+    """
+
+    rules: DatasetRules
+    companions: CompanionPlan
+    logic: RuleLogic = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything to register for one definition with expectations, in order.
+
+    :param rules: The dataset's expectations and settings.
+    :param kind: The dataset's kind.
+    :param companions: Its companion datasets.
+    :param datasets: The datasets to register, the dataset itself first (absent
+        for a flow into a table declared before).
+    :param flows: The flows that append to datasets declared before them.
+    :param checks: The flow's unread check views.
+    :param logic: The rules' logic (not compared).
+    """
+
+    rules: DatasetRules
+    kind: DatasetKind
+    companions: CompanionPlan
+    datasets: tuple[DatasetSpec, ...] = ()
+    flows: tuple[FlowSpec, ...] = ()
+    checks: tuple[RuleCheck, ...] = ()
+    logic: Optional[RuleLogic] = field(default=None, compare=False, repr=False)
+
+    @property
+    def no_retry(self) -> bool:
+        """True when some flow of the plan is not retried (fail rules)."""
+        flows = [*self.flows, *(d.query for d in self.datasets if d.query is not None)]
+        return any(flow.spark_conf.get(RETRY_KEY) == NO_RETRY_CONF[RETRY_KEY]
+                   for flow in flows)
+
+
+# --------------------------------------------------------------------------- decisions
+
+
+def plan_companions(rules: DatasetRules, options: PipelineOptions, kind: DatasetKind,
+                    where: Where = Where()) -> CompanionPlan:
+    """Decide which companion datasets a dataset gets (docs/semantics.md#quarantine, #metrics).
+
+    :param rules: The dataset's expectations and per-dataset settings.
+    :param options: The pipeline-wide settings.
+    :param kind: The dataset's kind.
+    :param where: Where the dataset is defined.
+    :raises SdpExpectError: SDPX-DEF-106 for quarantine on a temporary view.
+    """
+    if kind is DatasetKind.TEMPORARY_VIEW:
+        if rules.quarantine is not None:
+            raise _error("SDPX-DEF-106", rules.dataset, where)
+        return CompanionPlan()
+    if rules.quarantine is not None:
+        quarantine: Optional[str] = rules.quarantine.resolve(rules.dataset)
+    elif options.quarantine and rules.of(Action.DROP):
+        quarantine = quarantine_name(rules.dataset)
+    else:
+        quarantine = None
+    wants_metrics = not rules.empty and (
+        rules.metrics if rules.metrics is not None else options.metrics
+    )
+    metrics = metrics_name(rules.dataset) if wants_metrics else None
+    batch_log = (
+        batch_log_name(rules.dataset)
+        if metrics is not None and kind is DatasetKind.STREAMING_TABLE
+        else None
+    )
+    return CompanionPlan(quarantine=quarantine, batch_log=batch_log, metrics=metrics)
+
+
+def flow_conf(logic: RuleLogic, user_conf: Optional[Mapping[str, str]] = None) -> dict[str, str]:
+    """A flow's Spark conf: the user's, plus no retries when there are fail rules.
+
+    A value the user set explicitly wins.
+    """
+    conf = dict(NO_RETRY_CONF) if logic.has_fail_rules() else {}
+    conf.update(user_conf or {})
+    return conf
+
+
+def check_view_name(flow: str, number: int) -> str:
+    """The temporary view that checks rule ``number`` (1-based; 0: the query alone) of ``flow``."""
+    return f"{CHECK_VIEW_PREFIX}{re.sub(r'[^0-9A-Za-z_]', '_', flow)}_{number}"
+
+
+def rule_checks(logic: RuleLogic, companions: CompanionPlan, flow: str) -> list[RuleCheck]:
+    """The check views of one flow of a dataset with expectations: the query alone, then
+    one per rule, for the Python API and the SQL front end alike.
+
+    SDP analyses every flow in ``dry-run`` and ``run`` but executes no view that nothing
+    reads: a constraint Spark cannot resolve fails exactly its own view's flow, whose
+    name the definitions file maps to the dataset, the expectation and its ``file:line``
+    (SDPX-DEF-111 in ``sdp-expect run``). The view of the query alone tells a broken
+    query (every view fails) from a broken constraint. The definition of the query's
+    view lists the flows a broken constraint also fails (the dataset's, its companions').
+    """
+    dataset = logic.rules.dataset
+    derived = [flow, *companions.names(), quarantine_flow_name(flow), batch_log_flow_name(flow),
+               batch_input_view_name(flow)]
+    base = check_view_name(flow, 0)
+    checks = [RuleCheck(base, None, {"kind": "query", "view": base, "dataset": dataset,
+                                     "flow": flow, "derived": derived}, logic)]
+    for number, expectation in enumerate(logic.rules.expectations, start=1):
+        view = check_view_name(flow, number)
+        checks.append(RuleCheck(view, expectation, {
+            "kind": "check", "view": view, "dataset": dataset, "flow": flow,
+            "expectation": expectation.name, "constraint": expectation.constraint,
+            "action": expectation.action.value,
+            "location": None if expectation.place is None else str(expectation.place),
+            "place": None if expectation.place is None else expectation.place.as_dict(),
+            "query_view": base}, logic))
+    return checks
+
+
+def _table_companions(logic: RuleLogic, companions: CompanionPlan,
+                      table_format: Optional[str]) -> list[DatasetSpec]:
+    """The companion datasets of a streaming table, which each of its flows appends to.
+
+    The quarantine and the batch log take the table's format: several flows
+    append to them exactly as to the table, so they need the same support for
+    concurrent appends. The metrics view counts the batch log.
+    """
+    dataset = logic.rules.dataset
+    out = []
+    if companions.quarantine:
+        out.append(DatasetSpec(companions.quarantine, DatasetKind.STREAMING_TABLE,
+                               Role.QUARANTINE, quarantine_comment(dataset), table_format))
+    if companions.batch_log:
+        out.append(DatasetSpec(companions.batch_log, DatasetKind.STREAMING_TABLE,
+                               Role.BATCH_LOG, batch_log_comment(dataset), table_format))
+    if companions.metrics and companions.batch_log:
+        out.append(DatasetSpec(
+            companions.metrics, DatasetKind.MATERIALIZED_VIEW, Role.METRICS,
+            metrics_comment(dataset, streaming=True),
+            query=FlowSpec(companions.metrics, companions.metrics, Step.METRICS_FROM_BATCH_LOG,
+                           reads=companions.batch_log, logic=logic)))
+    return out
+
+
+def _companion_flows(logic: RuleLogic, companions: CompanionPlan, flow: str,
+                     per_micro_batch: bool) -> tuple[list[DatasetSpec], list[FlowSpec]]:
+    """The quarantine and batch-log flows of one flow ``flow`` into a streaming table, and
+    the temporary view of the batch log's per-record inputs, which its flow reads.
+
+    The batch log's flow aggregates a stream under a watermark (``per_micro_batch``,
+    else it writes a row per record: :attr:`PlanState.batch_per_micro_batch`), which the
+    Python API can only write as SQL (``DataFrame.withWatermark`` has Spark Connect
+    analyse its input while planning it, docs/early-binding.md): so both front ends
+    read the flow's query through the view and count it in SQL.
+    """
+    conf = flow_conf(logic)
+    views: list[DatasetSpec] = []
+    out = []
+    if companions.quarantine:
+        out.append(FlowSpec(quarantine_flow_name(flow), companions.quarantine, Step.QUARANTINE,
+                            spark_conf=conf, logic=logic))
+    if companions.batch_log:
+        # The view's settings are its reader's: SDP merges a view's settings into the
+        # flows that read it and refuses two values of one key (DUPLICATE_FLOW_SQL_CONF).
+        view = batch_input_view_name(flow)
+        log_conf = {**conf, **BATCH_LOG_CONF} if per_micro_batch else conf
+        step = Step.BATCH_LOG if per_micro_batch else Step.BATCH_LOG_BY_RECORD
+        views.append(DatasetSpec(view, DatasetKind.TEMPORARY_VIEW, Role.BATCH_LOG,
+                                 query=FlowSpec(view, view, Step.BATCH_INPUT,
+                                                spark_conf=log_conf, logic=logic)))
+        out.append(FlowSpec(batch_log_flow_name(flow), companions.batch_log, step,
+                            reads=view, spark_conf=log_conf, logic=logic))
+    return views, out
+
+
+def batch_input_view_name(flow: str) -> str:
+    """The temporary view of the per-record batch-log inputs of ``flow``."""
+    return f"{BATCH_INPUT_VIEW_PREFIX}{re.sub(r'[^0-9A-Za-z_]', '_', flow)}"
+
+
+def plan_dataset(rules: DatasetRules, kind: DatasetKind, options: PipelineOptions, *,
+                 state: PlanState, where: Where = Where(),
+                 spark_conf: Optional[Mapping[str, str]] = None,
+                 format: Optional[str] = None) -> Plan:
+    """A dataset with a query and expectations: the dataset, its companions, its check views.
+
+    A streaming table is remembered in ``state``: flows into it later get its rules.
+
+    :param rules: The dataset's expectations and settings.
+    :param kind: The dataset's kind.
+    :param options: The pipeline-wide settings in effect.
+    :param state: The graph's planner state.
+    :param where: Where the dataset is defined.
+    :param spark_conf: The user's Spark conf of the dataset's flow.
+    :param format: The dataset's table format.
+    :raises SdpExpectError: SDPX-DEF-106 for quarantine on a temporary view; SDPX-DEF-113
+        for a tolerance on a streaming table or a temporary view; SDPX-DEF-117 for a rule
+        on the dataset as a whole where it cannot be judged.
+    """
+    name = rules.dataset
+    _check_tolerances(rules, kind, where)
+    _check_dataset_checks(rules, kind, where)
+    _check_whole_checks(rules, kind, where)
+    companions = plan_companions(rules, options, kind, where)
+    logic = RuleLogic(rules, options)
+    datasets = [DatasetSpec(name, kind, Role.TARGET, format=format, query=FlowSpec(
+        name, name, Step.TARGET, spark_conf=flow_conf(logic, spark_conf), logic=logic))]
+    flows: list[FlowSpec] = []
+    if kind is DatasetKind.MATERIALIZED_VIEW:
+        conf = flow_conf(logic)
+        if companions.quarantine:
+            datasets.append(DatasetSpec(
+                companions.quarantine, kind, Role.QUARANTINE, quarantine_comment(name),
+                query=FlowSpec(companions.quarantine, companions.quarantine, Step.QUARANTINE,
+                               spark_conf=conf, logic=logic)))
+        if (companions.metrics and companions.quarantine and options.metrics_from_output
+                and not _key_rules_on_kept(rules)):
+            # Counted from what the view and its quarantine wrote, not from a third pass
+            # over the query: the counts agree with both tables even when the query is
+            # not deterministic, and an expensive query runs twice instead of three
+            # times (docs/performance.md#metrics-from-the-output).
+            datasets.append(DatasetSpec(
+                companions.metrics, kind, Role.METRICS, metrics_comment(name, streaming=False),
+                query=FlowSpec(companions.metrics, companions.metrics,
+                               Step.METRICS_FROM_COMPANIONS, reads=name,
+                               also_reads=companions.quarantine, logic=logic)))
+        elif companions.metrics:
+            datasets.append(DatasetSpec(
+                companions.metrics, kind, Role.METRICS, metrics_comment(name, streaming=False),
+                query=FlowSpec(companions.metrics, companions.metrics, Step.METRICS_FROM_QUERY,
+                               spark_conf=conf, logic=logic)))
+    elif kind is DatasetKind.STREAMING_TABLE:
+        datasets.extend(_table_companions(logic, companions, format))
+        views, companion_flows = _companion_flows(logic, companions, name,
+                                                   state.batch_per_micro_batch)
+        datasets.extend(views)
+        flows.extend(companion_flows)
+        state.table_rules[name] = TablePlan(rules, companions, logic)
+        state.streaming_tables[name] = format
+    _note_flow(state, name, name, where)
+    return Plan(rules, kind, companions, tuple(datasets), tuple(flows),
+                tuple(rule_checks(logic, companions, name)), logic)
+
+
+def _key_rules_on_kept(rules: DatasetRules) -> bool:
+    """True when metrics counted from what a materialized view wrote would evaluate a key
+    rule on the kept records (a warn rule, a fail rule with a tolerance): its verdict
+    there is not the one on the query's records (a duplicate may have been dropped, and
+    the kept records lack the prepared relation's columns), so the metrics count the
+    query (docs/dataset-rules.md#cost). So does a dataset with a rule on the dataset as a
+    whole: an aggregate of the query is not known from what was written
+    (docs/aggregate-rules.md#cost)."""
+    return rules.has_whole_checks or any(
+        e.check is not None and e.action is not Action.DROP and not e.stops_at_first
+        for e in rules.expectations)
+
+
+def plan_unchecked_dataset(name: str, kind: DatasetKind, *, state: PlanState,
+                           where: Where = Where(), format: Optional[str] = None) -> None:
+    """A dataset with a query and without expectations: nothing to plan, but its flow
+    writes ``name`` (a table declared with expectations afterwards is SDPX-DEF-105;
+    a second flow into a streaming table in a file format is SDPX-DEF-112).
+
+    :param name: The dataset.
+    :param kind: Its kind.
+    :param state: The graph's planner state.
+    :param where: Where the dataset is defined.
+    :param format: Its table format.
+    """
+    if kind is DatasetKind.STREAMING_TABLE:
+        state.streaming_tables[name] = format
+    _note_flow(state, name, name, where)
+
+
+def plan_declared_table(rules: DatasetRules, options: PipelineOptions, *, state: PlanState,
+                        where: Where = Where(), format: Optional[str] = None,
+                        ) -> Optional[Plan]:
+    """A streaming table without a query, which flows append to, with its companions.
+
+    :param rules: The table's expectations and settings.
+    :param options: The pipeline-wide settings in effect.
+    :param state: The graph's planner state.
+    :param where: Where the table is declared.
+    :param format: The table's format.
+    :returns: None when the table carries no expectations and no quarantine.
+    :raises SdpExpectError: SDPX-DEF-105 when a flow already writes into the table;
+        SDPX-DEF-112 when two did and the format is a file format.
+    """
+    name = rules.dataset
+    state.streaming_tables[name] = format
+    _check_file_table(state, name, where)
+    if rules.empty and rules.quarantine is None:
+        return None
+    if name in state.flows_into:
+        raise _error("SDPX-DEF-105", name, where)
+    kind = DatasetKind.STREAMING_TABLE
+    _check_tolerances(rules, kind, where)
+    _check_dataset_checks(rules, kind, where)
+    _check_whole_checks(rules, kind, where)
+    companions = plan_companions(rules, options, kind, where)
+    logic = RuleLogic(rules, options)
+    datasets = [DatasetSpec(name, kind, Role.TARGET, format=format),
+                *_table_companions(logic, companions, format)]
+    state.table_rules[name] = TablePlan(rules, companions, logic)
+    return Plan(rules, kind, companions, tuple(datasets), logic=logic)
+
+
+def plan_append_flow(target: str, flow: str, *, state: PlanState, where: Where = Where(),
+                     spark_conf: Optional[Mapping[str, str]] = None) -> Optional[Plan]:
+    """A flow into ``target``: with the table's rules and companion flows, when it has some.
+
+    :param target: The dataset the flow writes.
+    :param flow: The flow's name.
+    :param state: The graph's planner state.
+    :param where: Where the flow is defined.
+    :param spark_conf: The user's Spark conf of the flow.
+    :returns: None when ``target`` carries no expectations.
+    :raises SdpExpectError: SDPX-DEF-112 for a second flow into a streaming table in a
+        file format.
+    """
+    _note_flow(state, target, flow, where)
+    table = state.table_rules.get(target)
+    if table is None:
+        return None
+    logic = table.logic
+    views, companion_flows = _companion_flows(logic, table.companions, flow,
+                                               state.batch_per_micro_batch)
+    flows = [FlowSpec(flow, target, Step.TARGET, spark_conf=flow_conf(logic, spark_conf),
+                      logic=logic), *companion_flows]
+    return Plan(table.rules, DatasetKind.STREAMING_TABLE, table.companions, tuple(views),
+                tuple(flows),
+                tuple(rule_checks(logic, table.companions, flow)), logic)
+
+
+def auto_cdc_target_error(dataset: str, where: Where) -> SdpExpectError:
+    """SDPX-DEF-108: expectations on the target of an Auto CDC flow.
+
+    :param dataset: The target.
+    :param where: Where the flow (or the target with its rules) is defined.
+    """
+    return _error("SDPX-DEF-108", dataset, where)
+
+
+def plan_auto_cdc_flow(target: str, flow: Optional[str] = None, *, state: PlanState,
+                       where: Where = Where()) -> None:
+    """An Auto CDC flow into ``target``, which must carry no expectations.
+
+    :param target: The dataset the flow writes.
+    :param flow: The flow's name (None: the target's, as Spark names it).
+    :param state: The graph's planner state.
+    :param where: Where the flow is defined.
+    :raises SdpExpectError: SDPX-DEF-108 when ``target`` carries expectations;
+        SDPX-DEF-112 for a second flow into a streaming table in a file format.
+    """
+    if target in state.table_rules:
+        raise auto_cdc_target_error(target, where)
+    _note_flow(state, target, flow or target, where)
