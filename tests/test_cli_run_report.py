@@ -5,7 +5,8 @@ line only (``NEWEST_LINE``: the 4.1 line runs the spark41 example's true runs in
 test_cli_e2e, as scripts/run-example.sh does): the spark42 example is
 dry-run and run from another folder (the catalog must land in the project),
 then reported on as text and HTML; the HTML page is opened in headless
-Chromium. A small project with a violated fail rule shows the failure. What
+Chromium. A small project with a violated fail rule shows the failure (run on the
+test session's shared server, ``--remote``: it starts no Spark of its own). What
 the commands show is compared with the tables as a plain Spark session reads
 them (through the test session's shared server: no Spark is started to read). The
 example's run writes its events to a pseudo-terminal (stderr, with ``--format
@@ -28,6 +29,7 @@ import re
 import shutil
 import subprocess
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -339,7 +341,12 @@ def test_html_report_shows_every_dataset_and_rule_in_chromium(
 
 
 @pytest.fixture(scope="module")
-def failing_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
+def failing_run(tmp_path_factory: pytest.TempPathFactory, spark_server: SparkServer
+                ) -> tuple[Any, Path, str]:
+    """A run that a fail rule stops, through the shared server (``--remote``; a database of
+    its own): what it shows does not depend on where Spark runs, so it starts none."""
+    database = f"failing_{uuid.uuid4().hex[:8]}"
+    spark_server.session().sql(f"CREATE DATABASE `{database}`")
     project = write_project(tmp_path_factory.mktemp("failing") / "project", """\
         from pyspark.sql import SparkSession
         from sdp_expect import pipelines as dp
@@ -361,20 +368,21 @@ def failing_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
         @dp.expect_or_drop("positive", "amount > 0")
         def other():
             return spark.read.table("raw")
-        """)
-    return sdp_expect("run", cwd=project / "transformations"), project
+        """, configuration=f"database: {database}\n")
+    return (sdp_expect("run", "--remote", spark_server.url, cwd=project / "transformations"),
+            project, database)
 
 
 def test_violated_fail_rule_exits_1_and_the_summary_shows_the_record(
-        failing_run: tuple[Any, Path]) -> None:
-    result, project = failing_run
+        failing_run: tuple[Any, Path, str]) -> None:
+    result, project, database = failing_run
     out = result.stdout
     assert result.returncode == 1, out + result.stderr
     line = ("[EXPECTATION_VIOLATION] Flow 'checked' failed to meet the expectation. "
             "Violated expectations: 'amount_not_negative'. "
             "Output record: '{\"id\":2,\"amount\":-3}'.")
     assert line in out
-    assert out.count("default.checked is RUNNING") == 1  # not retried
+    assert out.count(f"{database}.checked is RUNNING") == 1  # not retried
     summary = out[out.index("== Data quality"):]
     assert re.search(r"checked  (materialized view, )?FAILED in this run\n"
                      r"  FAILED: expectation 'amount_not_negative' violated by the record\n"
@@ -397,7 +405,7 @@ def test_violated_fail_rule_exits_1_and_the_summary_shows_the_record(
     flows = {m.group(1) for m in (re.search(r"Flow (\S+) is QUEUED", line) for line in lines) if m}
     failed = {m.group(1) for m in (re.search(r"Flow '(\S+)' has FAILED", line) for line in lines)
               if m}
-    assert "spark_catalog.default.checked" in failed
+    assert f"spark_catalog.{database}.checked" in failed
     assert told[-1][1].group(3).startswith(f"{len(flows)}/{len(flows)} flows done · "
                                            f"failed: {len(failed)}"), told[-1][1].group(0)
     assert not any(PROGRESS.fullmatch(line) for line in out[out.index("== Data quality"):]

@@ -22,6 +22,7 @@ from sdp_runner import MakePipeline
 from sdp_expect import pipelines as dp
 from sdp_expect.base.definitions import DEFINITIONS_VARIABLE
 from sdp_expect.base.errors import Location
+from sdp_expect.base.names import ROUTE_PREFIX
 from sdp_expect.runtime.run_output import (
     POSITION,
     RESOLUTION_FAILURE,
@@ -29,7 +30,6 @@ from sdp_expect.runtime.run_output import (
     short_name,
     spark_reason,
 )
-from sdp_expect.spark.routing import ROUTE_PREFIX
 
 CASES = {
     # kind: (constraint, what Spark's reason must contain)

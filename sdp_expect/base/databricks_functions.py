@@ -1,10 +1,13 @@
-"""SQL functions that exist on Databricks and not in open-source Spark.
+"""SQL functions that exist on Databricks and not in open-source Spark, with what to do
+instead: the one home of both lists.
 
-One list, read by ``sdp-expect migrate`` to flag a constraint, an ``expr`` /
-``selectExpr`` / ``filter`` string or a SQL file that calls one of them: open-source
-Spark would stop the flow with ``UNRESOLVED_ROUTINE`` when it runs. The table-valued
-functions (``read_files``, ``cloud_files``, ``read_kafka``...) are not here: the SQL
-reader rejects them itself (:data:`sdp_expect.dbsql.parse.DATABRICKS_ONLY_FUNCTIONS`).
+- :data:`DATABRICKS_ONLY_SQL_FUNCTIONS`, the scalar ones, read by ``sdp-expect migrate``
+  to flag a constraint, an ``expr`` / ``selectExpr`` / ``filter`` string or a SQL file
+  that calls one of them: open-source Spark would stop the flow with
+  ``UNRESOLVED_ROUTINE`` when it runs;
+- :data:`DATABRICKS_ONLY_TABLE_FUNCTIONS`, the table-valued ones (``read_files``,
+  ``cloud_files``, ``read_kafka``...), which the Databricks SQL reader rejects
+  (SDPX-SQL-301).
 
 ``tests/test_migrate_lakeflow.py`` checks, on every supported Spark line, that no
 name on the list is in the installed Spark's function registry (``SHOW FUNCTIONS``,
@@ -14,7 +17,7 @@ list. Nothing here imports pyspark.
 
 from __future__ import annotations
 
-__all__ = ["DATABRICKS_ONLY_SQL_FUNCTIONS", "fix_for"]
+__all__ = ["DATABRICKS_ONLY_SQL_FUNCTIONS", "DATABRICKS_ONLY_TABLE_FUNCTIONS", "fix_for"]
 
 _AI = ("AI Functions call a model served by Databricks: compute the value in a Python "
        "UDF of your own (calling the model you use) or drop the rule")
@@ -50,3 +53,28 @@ DATABRICKS_ONLY_SQL_FUNCTIONS: dict[str, str] = {
 def fix_for(name: str) -> str:
     """What to write instead of the Databricks-only function ``name`` (any case)."""
     return DATABRICKS_ONLY_SQL_FUNCTIONS[name.lower()]
+
+
+_FILE_SOURCE_FIX = (
+    "read the files in a Python file of the pipeline, e.g. a @dp.table returning "
+    "spark.readStream.format('json').schema(...).load(path) (spark.read for a materialized "
+    "view), or point a table outside the pipeline at them; then read that dataset here, "
+    "with STREAM(name) in a streaming table"
+)
+DATABRICKS_ONLY_TABLE_FUNCTIONS: dict[str, str] = {
+    "read_files": _FILE_SOURCE_FIX,
+    "cloud_files": _FILE_SOURCE_FIX,
+    "read_kafka": "read Kafka in a Python file of the pipeline with "
+    "spark.readStream.format('kafka').option('kafka.bootstrap.servers', ...)",
+    "read_kinesis": "read the stream in a Python file of the pipeline with a Spark "
+    "Structured Streaming source for it",
+    "read_pubsub": "read the stream in a Python file of the pipeline with a Spark "
+    "Structured Streaming source for it",
+    "read_pulsar": "read the stream in a Python file of the pipeline with "
+    "spark.readStream.format('pulsar') (the Pulsar connector)",
+    "read_statestore": "open-source SDP has no state-store reader in SQL; remove the "
+    "dataset or compute it in Python",
+    "event_log": "open-source SDP has no event_log() table: read the events that "
+    "spark-pipelines prints, and sdp-expect's counts in <dataset>_dq_metrics",
+}
+"""Databricks table-valued functions that open-source Spark lacks, with what to do instead."""

@@ -10,7 +10,15 @@ command need not import the library's registration to read what it wrote.
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
+    "BATCH_INPUT_VIEW_PREFIX",
+    "CHECK_VIEW_PREFIX",
+    "RESERVED_PREFIX",
+    "ROUTE_PREFIX",
+    "batch_input_view_name",
+    "check_view_name",
     "BATCH_DROPPED_COLUMN",
     "BATCH_FAILED_COLUMN",
     "BATCH_RECORDS_COLUMN",
@@ -149,3 +157,33 @@ def metrics_comment(dataset: str, *, streaming: bool) -> str:
 METRICS_COMMENT_HEAD = "Data-quality metrics of "
 """How the comment of every metrics view sdp-expect makes starts (:func:`metrics_comment`):
 what tells its ``<dataset>_dq_metrics`` tables from a user's table of that name."""
+
+
+# ------------------------------------------------------------ names only the graph holds
+RESERVED_PREFIX = "_sdpx_"
+"""The start of every dataset, flow and view name that sdp-expect adds to a graph and
+that no catalog holds (route views, check views, batch-log inputs): a user's dataset or
+flow may not start with it (SDPX-DEF-118)."""
+
+CHECK_VIEW_PREFIX = RESERVED_PREFIX + "check_"
+"""The start of the name of a rule's check view (:func:`check_view_name`)."""
+
+BATCH_INPUT_VIEW_PREFIX = RESERVED_PREFIX + "batch_input_"
+"""The start of the name of a batch log's input view (:func:`batch_input_view_name`)."""
+
+ROUTE_PREFIX = RESERVED_PREFIX + "route_"
+"""The start of the name of a route view (``sdp_expect.spark.routing``)."""
+
+
+def _identifier(name: str) -> str:
+    return re.sub(r"[^0-9A-Za-z_]", "_", name)
+
+
+def check_view_name(flow: str, number: int) -> str:
+    """The temporary view that checks rule ``number`` (1-based; 0: the query alone) of ``flow``."""
+    return f"{CHECK_VIEW_PREFIX}{_identifier(flow)}_{number}"
+
+
+def batch_input_view_name(flow: str) -> str:
+    """The temporary view of the per-record batch-log inputs of ``flow``."""
+    return f"{BATCH_INPUT_VIEW_PREFIX}{_identifier(flow)}"

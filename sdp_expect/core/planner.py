@@ -22,15 +22,16 @@ DataFrames (the Python API, :mod:`sdp_expect.pipelines`), and
 from __future__ import annotations
 
 import enum
-import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from sdp_expect.base.errors import Location, SdpExpectError
 from sdp_expect.base.names import (
+    batch_input_view_name,
     batch_log_comment,
     batch_log_flow_name,
     batch_log_name,
+    check_view_name,
     metrics_comment,
     metrics_name,
     quarantine_comment,
@@ -50,9 +51,7 @@ from sdp_expect.core.model import (
 )
 
 __all__ = [
-    "CHECK_VIEW_PREFIX",
     "NO_RETRY_CONF",
-    "BATCH_INPUT_VIEW_PREFIX",
     "BATCH_LOG_CONF",
     "RETRY_KEY",
     "SHUFFLE_PARTITIONS_KEY",
@@ -67,8 +66,6 @@ __all__ = [
     "TablePlan",
     "Where",
     "auto_cdc_target_error",
-    "batch_input_view_name",
-    "check_view_name",
     "flow_conf",
     "plan_append_flow",
     "plan_auto_cdc_flow",
@@ -90,8 +87,6 @@ SHUFFLE_PARTITIONS_KEY = "spark.sql.shuffle.partitions"
 """The Spark setting of how many partitions a shuffle (and a streaming aggregation's
 state) has."""
 
-BATCH_INPUT_VIEW_PREFIX = "_sdpx_batch_input_"
-"""The start of the name of a batch log's input view (:func:`batch_input_view_name`)."""
 
 BATCH_LOG_CONF = {SHUFFLE_PARTITIONS_KEY: "1"}
 """Per-flow setting of a batch log's flow: its aggregation has one group per micro-batch,
@@ -99,7 +94,6 @@ so one partition of state; with Spark's default (200) every micro-batch would ru
 tasks of an empty state store (measured: 10x the update time). Spark keeps the number a
 streaming query started with in its checkpoint."""
 
-CHECK_VIEW_PREFIX = "_sdpx_check_"
 
 
 # --------------------------------------------------------------------------- where and state
@@ -528,11 +522,6 @@ def flow_conf(logic: RuleLogic, user_conf: Optional[Mapping[str, str]] = None) -
     return conf
 
 
-def check_view_name(flow: str, number: int) -> str:
-    """The temporary view that checks rule ``number`` (1-based; 0: the query alone) of ``flow``."""
-    return f"{CHECK_VIEW_PREFIX}{re.sub(r'[^0-9A-Za-z_]', '_', flow)}_{number}"
-
-
 def rule_checks(logic: RuleLogic, companions: CompanionPlan, flow: str) -> list[RuleCheck]:
     """The check views of one flow of a dataset with expectations: the query alone, then
     one per rule, for the Python API and the SQL front end alike.
@@ -616,11 +605,6 @@ def _companion_flows(logic: RuleLogic, companions: CompanionPlan, flow: str,
         out.append(FlowSpec(batch_log_flow_name(flow), companions.batch_log, step,
                             reads=view, spark_conf=log_conf, logic=logic))
     return views, out
-
-
-def batch_input_view_name(flow: str) -> str:
-    """The temporary view of the per-record batch-log inputs of ``flow``."""
-    return f"{BATCH_INPUT_VIEW_PREFIX}{re.sub(r'[^0-9A-Za-z_]', '_', flow)}"
 
 
 def plan_dataset(rules: DatasetRules, kind: DatasetKind, options: PipelineOptions, *,

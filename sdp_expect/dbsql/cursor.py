@@ -1,6 +1,6 @@
 """The token cursor of one statement, and the token helpers the statement readers share.
 
-A :class:`_Cursor` walks the tokens of one statement (as
+A :class:`Cursor` walks the tokens of one statement (as
 :func:`sdp_expect.dbsql.split.split` cut them) and makes the reader's errors:
 SDPX-SQL-302 for a syntax error, SDPX-SQL-301 for a Databricks-only construct,
 each at its token's line and column. The helpers tell name parts apart, cut
@@ -19,13 +19,13 @@ from sdp_expect.base.errors import SdpExpectError
 from sdp_expect.base.sqltokens import Token, TokenKind, is_keyword
 from sdp_expect.dbsql.statements import Position
 
-__all__: list[str] = []
+__all__ = ["Cursor", "cut", "is_name_part", "live_spans", "shown", "split_top_level"]
 
 _SQL_301 = "SDPX-SQL-301"
 _SQL_302 = "SDPX-SQL-302"
 
 
-class _Cursor:
+class Cursor:
     """The tokens of one statement (no comments, no ``;``), read left to right.
 
     ``source`` is the whole file's text, which the tokens' offsets point into, so
@@ -68,14 +68,14 @@ class _Cursor:
     def expect(self, word: str, what: Optional[str] = None) -> Token:
         token = self.peek()
         if token is None or not is_keyword(token, word):
-            raise self.error(token, f"expected {what or word}, found {_shown(token)}")
+            raise self.error(token, f"expected {what or word}, found {shown(token)}")
         self.i += 1
         return token
 
     def expect_kind(self, kind: TokenKind, what: str) -> Token:
         token = self.peek()
         if token is None or token.kind is not kind:
-            raise self.error(token, f"expected {what}, found {_shown(token)}")
+            raise self.error(token, f"expected {what}, found {shown(token)}")
         self.i += 1
         return token
 
@@ -120,7 +120,7 @@ class _Cursor:
         raise self.error(self.tokens[open_index], "'(' is never closed")
 
 
-def _shown(token: Optional[Token]) -> str:
+def shown(token: Optional[Token]) -> str:
     """``'token'`` for a message, or "the end of the statement" for None: an error says
     what it found, even when nothing is left to find."""
     return "the end of the statement" if token is None else f"'{token.text}'"
@@ -129,20 +129,20 @@ def _shown(token: Optional[Token]) -> str:
 # --------------------------------------------------------------------------------- LIVE.
 
 
-def _is_name_part(token: Token) -> bool:
+def is_name_part(token: Token) -> bool:
     """Whether ``token`` can be a part of a name: a part may be bare or in backticks."""
     return token.kind in (TokenKind.IDENT, TokenKind.QUOTED_IDENT)
 
 
-def _live_spans(tokens: Sequence[Token]) -> list[tuple[int, int]]:
+def live_spans(tokens: Sequence[Token]) -> list[tuple[int, int]]:
     """Source spans of the ``LIVE .`` qualifiers in front of names among consecutive tokens;
     never the ``live`` of ``x.live.y``, which is a part of the user's name."""
     spans = []
     for index in range(len(tokens) - 2):
         token = tokens[index]
-        if (_is_name_part(token) and token.value.lower() == "live"
+        if (is_name_part(token) and token.value.lower() == "live"
                 and tokens[index + 1].kind is TokenKind.DOT
-                and _is_name_part(tokens[index + 2])
+                and is_name_part(tokens[index + 2])
                 and (index == 0 or tokens[index - 1].kind is not TokenKind.DOT)):
             spans.append((token.start, tokens[index + 1].end))
     return spans
@@ -151,10 +151,10 @@ def _live_spans(tokens: Sequence[Token]) -> list[tuple[int, int]]:
 def _without_live(source: str, tokens: Sequence[Token]) -> str:
     """The source of consecutive ``tokens`` as written, with ``LIVE.`` qualifiers cut out:
     open source has no ``LIVE`` schema, and a pipeline's names need none."""
-    return _cut(source, tokens[0].start, tokens[-1].end, _live_spans(tokens))
+    return cut(source, tokens[0].start, tokens[-1].end, live_spans(tokens))
 
 
-def _cut(source: str, start: int, end: int, spans: Sequence[tuple[int, int]]) -> str:
+def cut(source: str, start: int, end: int, spans: Sequence[tuple[int, int]]) -> str:
     """``source[start:end]`` without the ``(start, end)`` offset ``spans`` inside it:
     cutting by offsets keeps every other character as written."""
     pieces = []
@@ -166,7 +166,7 @@ def _cut(source: str, start: int, end: int, spans: Sequence[tuple[int, int]]) ->
     return "".join(pieces)
 
 
-def _split_top_level(tokens: Sequence[Token]) -> list[tuple[list[Token], Optional[Token]]]:
+def split_top_level(tokens: Sequence[Token]) -> list[tuple[list[Token], Optional[Token]]]:
     """The elements of a parenthesised list (the tokens inside it), split at the commas
     outside parentheses, brackets and type angle brackets (``MAP<STRING, INT>`` is one
     element), each with the comma that ends it (None for the last), so that an empty

@@ -19,14 +19,14 @@ from typing import Sequence
 
 from sdp_expect.base.sqltokens import Token, TokenKind, is_keyword, matching_paren
 from sdp_expect.core.model import Action, make_expectation
-from sdp_expect.dbsql.cursor import _Cursor, _shown, _split_top_level
+from sdp_expect.dbsql.cursor import Cursor, shown, split_top_level
 from sdp_expect.dbsql.statements import DatasetStatement
-from sdp_expect.dbsql.table_properties import _Properties
+from sdp_expect.dbsql.table_properties import Properties
 
-__all__: list[str] = []
+__all__ = ["read_clause", "read_constraint"]
 
 
-def _read_constraint(cursor: _Cursor, statement: DatasetStatement, element: Sequence[Token],
+def read_constraint(cursor: Cursor, statement: DatasetStatement, element: Sequence[Token],
                      end: Token) -> None:
     """``CONSTRAINT name EXPECT (expr) [ON VIOLATION ...]``: one more rule of the dataset.
 
@@ -46,7 +46,7 @@ def _read_constraint(cursor: _Cursor, statement: DatasetStatement, element: Sequ
     if len(element) < 4 or element[3].kind is not TokenKind.LPAREN:
         found = element[3] if len(element) > 3 else None
         raise cursor.error(found if found is not None else element[-1],
-                           f"expected '(' after EXPECT, found {_shown(found)}",
+                           f"expected '(' after EXPECT, found {shown(found)}",
                            dataset=dataset)
     close = matching_paren(element, 3)
     if close is None:
@@ -65,7 +65,7 @@ def _read_constraint(cursor: _Cursor, statement: DatasetStatement, element: Sequ
             bad = _first_mismatch(rest, end)
             raise cursor.error(bad, f"expected ON VIOLATION DROP ROW, ON VIOLATION FAIL "
                                f"UPDATE, ',' or ')' after the constraint, found "
-                               f"{_shown(bad)}", dataset=dataset)
+                               f"{shown(bad)}", dataset=dataset)
     statement.checked = True
     statement.rules.add(make_expectation(name, constraint, action, dataset=dataset,
                                          place=origin))
@@ -88,7 +88,7 @@ def _first_mismatch(rest: Sequence[Token], end: Token) -> Token:
     return end
 
 
-def _read_clause(cursor: _Cursor, statement: DatasetStatement, properties: _Properties) -> None:
+def read_clause(cursor: Cursor, statement: DatasetStatement, properties: Properties) -> None:
     """One clause between the name (or column list) and ``AS``; ``sdp_expect.*`` entries of
     ``TBLPROPERTIES`` go to ``properties``, applied once the whole statement is read."""
     token = cursor.tokens[cursor.i]
@@ -100,11 +100,11 @@ def _read_clause(cursor: _Cursor, statement: DatasetStatement, properties: _Prop
         cursor.take("TBLPROPERTIES")
         if not cursor.at_kind(TokenKind.LPAREN):
             raise cursor.error(cursor.peek(), "expected '(' after TBLPROPERTIES, found "
-                               f"{_shown(cursor.peek())}", dataset=dataset)
+                               f"{shown(cursor.peek())}", dataset=dataset)
         close = cursor.matching(cursor.i)
         inner = cursor.tokens[cursor.i + 1:close]
         cursor.i = close + 1
-        for prop, comma in _split_top_level(inner):
+        for prop, comma in split_top_level(inner):
             if not prop:
                 raise cursor.error(comma, "empty entry in TBLPROPERTIES", dataset=dataset)
             properties.read(cursor, prop, statement)
@@ -135,17 +135,17 @@ def _read_clause(cursor: _Cursor, statement: DatasetStatement, properties: _Prop
             token, f"{token.text.upper()} (a refresh schedule)", "remove it and run "
             "spark-pipelines run from your own scheduler", dataset=dataset)
     else:
-        raise cursor.error(token, f"unexpected {_shown(token)}; expected COMMENT, "
+        raise cursor.error(token, f"unexpected {shown(token)}; expected COMMENT, "
                            "TBLPROPERTIES, PARTITIONED BY, CLUSTER BY, USING or AS <query>",
                            dataset=dataset)
 
 
-def _parenthesised(cursor: _Cursor, clause: str, dataset: str) -> str:
+def _parenthesised(cursor: Cursor, clause: str, dataset: str) -> str:
     """A ``( ... )`` list as written; the ``clause`` it belongs to and the ``dataset``
     name its error."""
     token = cursor.peek()
     if token is None or token.kind is not TokenKind.LPAREN:
-        raise cursor.error(token, f"expected '(' after {clause}, found {_shown(token)}",
+        raise cursor.error(token, f"expected '(' after {clause}, found {shown(token)}",
                            dataset=dataset)
     close = cursor.matching(cursor.i)
     text = cursor.text(cursor.tokens[cursor.i], cursor.tokens[close])

@@ -47,14 +47,13 @@ from sdp_expect.base.errors import Location, SdpExpectError
 from sdp_expect.base.spark_version import AUTO_CDC_IN_SQL, spark_has
 from sdp_expect.base.sqltokens import SqlTokenError
 from sdp_expect.base.text_files import TextFileProblem, read_text
-from sdp_expect.dbsql.cursor import _Cursor
+from sdp_expect.dbsql.cursor import Cursor
 from sdp_expect.dbsql.findings import Findings, RuleFileUse
 from sdp_expect.dbsql.split import SplitFile, split
-from sdp_expect.dbsql.statement_reader import DATABRICKS_ONLY_FUNCTIONS, _Statement
+from sdp_expect.dbsql.statement_reader import StatementReader
 from sdp_expect.dbsql.statements import Position, Statement
 
 __all__ = [
-    "DATABRICKS_ONLY_FUNCTIONS",
     "Findings",
     "RuleFileUse",
     "check",
@@ -116,7 +115,7 @@ def parse(text: str, file: str, *, base_dir: Optional[str] = None,
     for item in pieces.items:
         if isinstance(item, SdpExpectError):
             raise item
-        statements.append(_Statement(_Cursor(item.tokens, pieces.source, file), base_dir,
+        statements.append(StatementReader(Cursor(item.tokens, pieces.source, file), base_dir,
                                      allow_cdc).read())
     return statements
 
@@ -151,7 +150,8 @@ def check(text: str, file: str, *, base_dir: Optional[str] = None,
             continue
         current = item.tokens
         before = len(findings.errors)
-        reader = _Statement(_Cursor(current, pieces.source, file), base_dir, allow_cdc, findings)
+        reader = StatementReader(Cursor(current, pieces.source, file), base_dir, allow_cdc,
+                                 findings)
         statement: Optional[Statement] = None
         try:
             statement = reader.read()

@@ -1,6 +1,6 @@
 """Reading one statement of a Databricks SQL pipeline file into the statement model.
 
-:class:`_Statement` reads the tokens of one statement with a
+:class:`StatementReader` reads the tokens of one statement with a
 :class:`~sdp_expect.dbsql.cursor._Cursor`: ``SET`` and ``USE`` as written;
 ``CREATE`` up to its name, where :func:`_dataset_type` says which pipeline
 dataset the keywords (current and legacy spellings) define; then a dataset's
@@ -17,19 +17,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
+from sdp_expect.base.databricks_functions import DATABRICKS_ONLY_TABLE_FUNCTIONS
 from sdp_expect.base.errors import SdpExpectError
 from sdp_expect.base.sqltokens import Token, TokenKind, is_keyword
 from sdp_expect.core.model import DatasetRules
 from sdp_expect.core.planner import Where, auto_cdc_target_error
 from sdp_expect.dbsql.cursor import (
-    _Cursor,
-    _cut,
-    _is_name_part,
-    _live_spans,
-    _shown,
-    _split_top_level,
+    Cursor,
+    cut,
+    is_name_part,
+    live_spans,
+    shown,
+    split_top_level,
 )
-from sdp_expect.dbsql.dataset_clauses import _read_clause, _read_constraint
+from sdp_expect.dbsql.dataset_clauses import read_clause, read_constraint
 from sdp_expect.dbsql.findings import Findings
 from sdp_expect.dbsql.statements import (
     DatasetStatement,
@@ -43,33 +44,9 @@ from sdp_expect.dbsql.statements import (
     Statement,
     UseStatement,
 )
-from sdp_expect.dbsql.table_properties import _Properties
+from sdp_expect.dbsql.table_properties import Properties
 
-__all__ = ["DATABRICKS_ONLY_FUNCTIONS"]
-
-_FILE_SOURCE_FIX = (
-    "read the files in a Python file of the pipeline, e.g. a @dp.table returning "
-    "spark.readStream.format('json').schema(...).load(path) (spark.read for a materialized "
-    "view), or point a table outside the pipeline at them; then read that dataset here, "
-    "with STREAM(name) in a streaming table"
-)
-DATABRICKS_ONLY_FUNCTIONS: dict[str, str] = {
-    "read_files": _FILE_SOURCE_FIX,
-    "cloud_files": _FILE_SOURCE_FIX,
-    "read_kafka": "read Kafka in a Python file of the pipeline with "
-    "spark.readStream.format('kafka').option('kafka.bootstrap.servers', ...)",
-    "read_kinesis": "read the stream in a Python file of the pipeline with a Spark "
-    "Structured Streaming source for it",
-    "read_pubsub": "read the stream in a Python file of the pipeline with a Spark "
-    "Structured Streaming source for it",
-    "read_pulsar": "read the stream in a Python file of the pipeline with "
-    "spark.readStream.format('pulsar') (the Pulsar connector)",
-    "read_statestore": "open-source SDP has no state-store reader in SQL; remove the "
-    "dataset or compute it in Python",
-    "event_log": "open-source SDP has no event_log() table: read the events that "
-    "spark-pipelines prints, and sdp-expect's counts in <dataset>_dq_metrics",
-}
-"""Databricks table-valued functions that open-source Spark lacks, with what to do instead."""
+__all__ = ["StatementReader"]
 
 _AUTO_CDC_FIX = (
     "on Spark 4.2+ define the flow in a Python file with dp.create_auto_cdc_flow(target=..., "
@@ -89,7 +66,7 @@ class _Header:
     last: Token
 
 
-class _Statement:
+class StatementReader:
     """Reads one statement; relative rule-file paths start at ``base_dir``, and ``AUTO CDC``
     passes on to Spark only when ``auto_cdc`` says the installed Spark reads it.
 
@@ -100,7 +77,7 @@ class _Statement:
     kind; ``other`` until they are read) even when the statement has errors.
     """
 
-    def __init__(self, cursor: _Cursor, base_dir: Optional[str], auto_cdc: bool,
+    def __init__(self, cursor: Cursor, base_dir: Optional[str], auto_cdc: bool,
                  findings: Optional[Findings] = None) -> None:
         self.cursor = cursor
         self.base_dir = base_dir
@@ -150,12 +127,12 @@ class _Statement:
     def _reject_databricks_functions(self) -> None:
         tokens = self.cursor.tokens
         for index, token in enumerate(tokens[:-1]):
-            if (token.kind is TokenKind.IDENT and token.text.lower() in DATABRICKS_ONLY_FUNCTIONS
+            name = token.text.lower()
+            if (token.kind is TokenKind.IDENT and name in DATABRICKS_ONLY_TABLE_FUNCTIONS
                     and tokens[index + 1].kind is TokenKind.LPAREN
                     and (index == 0 or tokens[index - 1].kind is not TokenKind.DOT)):
                 error = self.cursor.unsupported(
-                    token, f"{token.text.lower()}()", DATABRICKS_ONLY_FUNCTIONS[token.text.lower()]
-                )
+                    token, f"{name}()", DATABRICKS_ONLY_TABLE_FUNCTIONS[name])
                 self._keep(error)
                 return
 
@@ -185,7 +162,7 @@ class _Statement:
             cursor.take("OR")
             if not cursor.at("REFRESH", "REPLACE"):
                 raise cursor.error(cursor.peek(), "expected REFRESH or REPLACE after CREATE OR, "
-                                   f"found {_shown(cursor.peek())}")
+                                   f"found {shown(cursor.peek())}")
             # OR REFRESH is Databricks-only; OR REPLACE is kept on statements passed on.
             self.refreshed = cursor.take("REFRESH or REPLACE").text.upper() == "REFRESH"
         while cursor.at("PRIVATE", "TEMPORARY", "STREAMING", "INCREMENTAL", "LIVE"):
@@ -218,10 +195,10 @@ class _Statement:
     def _pass_through_without_refresh(self) -> PassThrough:
         """The statement as written, without ``OR REFRESH`` / ``OR REPLACE`` and ``LIVE.``."""
         tokens = self.cursor.tokens
-        spans = _live_spans(tokens)
+        spans = live_spans(tokens)
         if self.refreshed:  # "OR REFRESH " up to the next word
             spans.append((tokens[1].start, tokens[3].start if len(tokens) > 3 else tokens[2].end))
-        text = _cut(self.cursor.source, tokens[0].start, tokens[-1].end, spans)
+        text = cut(self.cursor.source, tokens[0].start, tokens[-1].end, spans)
         return PassThrough(text, self.position)
 
     def _name(self) -> Name:
@@ -230,13 +207,13 @@ class _Statement:
         if cursor.at_sequence("IF", "NOT", "EXISTS"):
             cursor.i += 3
         token = cursor.peek()
-        if token is None or not _is_name_part(token):
-            raise cursor.error(token, f"expected a name, found {_shown(token)}")
+        if token is None or not is_name_part(token):
+            raise cursor.error(token, f"expected a name, found {shown(token)}")
         parts = [cursor.take("a name")]
         while True:
             dot, part = cursor.peek(), cursor.peek(1)
             if dot is None or dot.kind is not TokenKind.DOT or part is None \
-                    or not _is_name_part(part):
+                    or not is_name_part(part):
                 break
             cursor.i += 2
             parts.append(part)
@@ -262,7 +239,7 @@ class _Statement:
         )
         if self.cursor.at_kind(TokenKind.LPAREN):
             self._elements(statement)
-        properties = _Properties()
+        properties = Properties()
         while not cursor.done:
             if cursor.at("AS"):
                 cursor.take("AS")
@@ -275,7 +252,7 @@ class _Statement:
                 break
             if cursor.at_sequence("FLOW", "AUTO"):
                 return self._auto_cdc_table(statement)
-            _read_clause(cursor, statement, properties)
+            read_clause(cursor, statement, properties)
         if statement.query is None and dataset_type is not DatasetType.STREAMING_TABLE:
             raise cursor.error(None, f"a {dataset_type.value.lower()} needs AS <query>",
                                dataset=name.dataset)
@@ -309,13 +286,13 @@ class _Statement:
         if not inner:
             raise cursor.error(cursor.tokens[close_index], "empty column list '()'",
                                dataset=statement.name.dataset)
-        for element, comma in _split_top_level(inner):
+        for element, comma in split_top_level(inner):
             end = comma if comma is not None else cursor.tokens[close_index]
             if not element:
                 raise cursor.error(end, "empty entry in the column list",
                                    dataset=statement.name.dataset)
             if (is_keyword(element[0], "CONSTRAINT") and len(element) >= 3
-                    and _is_name_part(element[1])
+                    and is_name_part(element[1])
                     and is_keyword(element[2], "EXPECT", "CHECK", "PRIMARY", "FOREIGN",
                                    "UNIQUE")):
                 self._collecting_constraint(statement, element, end)
@@ -335,7 +312,7 @@ class _Statement:
         if self.findings is not None:
             self.findings.constraints += 1
         try:
-            _read_constraint(self.cursor, statement, element, end)
+            read_constraint(self.cursor, statement, element, end)
         except SdpExpectError as error:
             self._keep(SdpExpectError(
                 error.code, error.detail, dataset=error.dataset or statement.name.dataset,
@@ -384,7 +361,7 @@ class _Statement:
         if not cursor.at_sequence("BY", "NAME"):
             raise cursor.error(cursor.peek(), "expected BY NAME after the flow's target "
                                f"(CREATE FLOW ... AS INSERT INTO {target.text} BY NAME <query>), "
-                               f"found {_shown(cursor.peek())}", dataset=target.dataset)
+                               f"found {shown(cursor.peek())}", dataset=target.dataset)
         cursor.i += 2
         if cursor.done:
             raise cursor.error(None, "expected a query after BY NAME", dataset=target.dataset)

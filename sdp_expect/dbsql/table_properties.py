@@ -19,11 +19,11 @@ from sdp_expect import rules as rule_files
 from sdp_expect.base.errors import SdpExpectError
 from sdp_expect.base.sqltokens import Token, TokenKind
 from sdp_expect.core.model import QuarantineSpec, check_whole_rule, parse_tolerance
-from sdp_expect.dbsql.cursor import _Cursor, _is_name_part, _shown
+from sdp_expect.dbsql.cursor import Cursor, is_name_part, shown
 from sdp_expect.dbsql.findings import Findings, RuleFileUse
 from sdp_expect.dbsql.statements import DatasetStatement, Position
 
-__all__: list[str] = []
+__all__ = ["Properties"]
 
 _SQL_304 = "SDPX-SQL-304"
 
@@ -35,7 +35,7 @@ _MAX_FAILED = "sdp_expect.max_failed."
 (docs/thresholds.md); the rule's name as written follows."""
 
 
-class _Properties:
+class Properties:
     """The ``sdp_expect.*`` table properties of one dataset, collected then applied: a
     rule file's rules come after the ``CONSTRAINT`` clauses, whatever the order written."""
 
@@ -48,7 +48,7 @@ class _Properties:
         self.tag: Optional[str] = None
         self.max_failed: dict[str, tuple[str, Position]] = {}
 
-    def read(self, cursor: _Cursor, prop: Sequence[Token], statement: DatasetStatement) -> None:
+    def read(self, cursor: Cursor, prop: Sequence[Token], statement: DatasetStatement) -> None:
         """Read one ``key [=] value`` entry (its tokens): keep it for the table as written,
         or take it for sdp-expect, which marks the dataset as checked as an expectation
         decorator does."""
@@ -59,7 +59,7 @@ class _Properties:
             index = 1
         else:
             parts = []
-            while index < len(prop) and _is_name_part(prop[index]):
+            while index < len(prop) and is_name_part(prop[index]):
                 parts.append(prop[index].value)
                 index += 1
                 if index < len(prop) and prop[index].kind is TokenKind.DOT:
@@ -67,14 +67,14 @@ class _Properties:
                 else:
                     break
             if not parts:
-                raise cursor.error(prop[0], f"expected a property key, found {_shown(prop[0])}",
+                raise cursor.error(prop[0], f"expected a property key, found {shown(prop[0])}",
                                    dataset=dataset)
             key = ".".join(parts)
         if index < len(prop) and prop[index].kind is TokenKind.OPERATOR and prop[index].text == "=":
             index += 1
         rest = prop[index:]
         if len(rest) > 1:
-            raise cursor.error(rest[1], f"unexpected {_shown(rest[1])} in the property {key!r}",
+            raise cursor.error(rest[1], f"unexpected {shown(rest[1])} in the property {key!r}",
                                dataset=dataset)
         value = None if not rest else rest[0].value
         if not key.lower().startswith("sdp_expect."):

@@ -16,7 +16,7 @@ The child's output is sorted by the *kind* of each line, not by what it says:
   reports was already explained.
 
 A flow that fails to resolve is matched, by its name, with the check views that
-sdp-expect registered (one per rule, :func:`sdp_expect.core.planner.check_view_name`)
+sdp-expect registered (one per rule, :func:`sdp_expect.base.names.check_view_name`)
 and that the child recorded in the definitions file (JSON lines, values): a failed
 check view becomes one ``SDPX-DEF-111`` line naming the dataset, the expectation,
 its ``file:line`` and Spark's reason, and the failures of the same flow's dataset

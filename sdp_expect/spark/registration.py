@@ -39,21 +39,12 @@ from pyspark.pipelines.source_code_location import SourceCodeLocation
 from pyspark.sql import DataFrame, SparkSession
 
 import sdp_expect
-from sdp_expect.base.definitions import (
-    DEFINITIONS_VARIABLE,
-    record_definition,
-    record_errors_on_exit,
-)
+from sdp_expect.base.definitions import record_definition, record_errors_on_exit
 from sdp_expect.base.errors import Location, SdpExpectError
+from sdp_expect.base.names import RESERVED_PREFIX
 from sdp_expect.base.options import read_options
 from sdp_expect.base.project import library_files, spec_in
-from sdp_expect.core.planner import (
-    CHECK_VIEW_PREFIX,
-    PlanState,
-    RuleCheck,
-    check_view_name,
-    rule_checks,
-)
+from sdp_expect.core.planner import PlanState
 from sdp_expect.spark.early_binding import (
     EarlyRead,
     describe,
@@ -64,21 +55,15 @@ from sdp_expect.spark.early_binding import (
 from sdp_expect.spark.routing import Router, RouteView, is_route_name, mentions_stream
 
 __all__ = [
-    "CHECK_VIEW_PREFIX",
-    "DEFINITIONS_VARIABLE",
     "GraphState",
-    "RuleCheck",
-    "check_view_name",
     "check_reads",
     "evaluate_query",
     "graph_state",
     "is_streaming",
     "located",
     "note_datasets",
-    "record_definition",
     "real_registry",
     "registering",
-    "rule_checks",
 ]
 
 T = TypeVar("T")
@@ -437,10 +422,6 @@ def registering(reader: str) -> Iterator[None]:
             if early_reader == reader and read.table.lower() == missing:
                 raise _early_error(read, reader, location, not_yet=True) from None
         raise
-
-
-RESERVED_PREFIX = "_sdpx_"
-"""Names of datasets, flows and views that sdp-expect adds (route views, check views)."""
 
 
 def refuse_reserved(name: str, where: Optional[Location]) -> None:

@@ -34,12 +34,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
 
+from sdp_expect.base.names import ROUTE_PREFIX
 from sdp_expect.base.spark_version import spark_has
 from sdp_expect.spark.early_binding import EARLY_BINDING_RELATIONS, dataset_reads, messages
 
-__all__ = ["ROUTE_PREFIX", "RouteView", "Router", "handles", "is_route_name", "mentions_stream"]
+__all__ = ["RouteView", "Router", "handles", "is_route_name", "mentions_stream"]
 
-ROUTE_PREFIX = "_sdpx_route_"
 """The names of the route views: reserved, as every ``_sdpx_`` name of a graph."""
 
 _HIDDEN_COLUMN = "__sdpx_dropped_"
