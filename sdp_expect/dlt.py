@@ -15,12 +15,11 @@ from pyspark.sql.types import StructType
 
 from sdp_expect.pipelines import (
     QueryFunction,
-    _dataset_decorator,
-    _drop_none,
     aggregate,
     append_flow,
     create_sink,
     create_streaming_table,
+    dataset_decorator,
     expect,
     expect_all,
     expect_all_or_drop,
@@ -110,11 +109,10 @@ def table(
     :param schema: Explicit schema (StructType or DDL string).
     :param format: Table format, e.g. ``"parquet"``.
     """
-    options = _drop_none(name=name, comment=comment, spark_conf=spark_conf,
-                         table_properties=table_properties, partition_cols=partition_cols,
-                         cluster_by=cluster_by, schema=schema, format=format)
-    return _dataset_decorator(None, query_function, options,
-                              get_caller_source_code_location(stacklevel=1))
+    return dataset_decorator(None, query_function, get_caller_source_code_location(stacklevel=1),
+                             name=name, comment=comment, spark_conf=spark_conf,
+                             table_properties=table_properties, partition_cols=partition_cols,
+                             cluster_by=cluster_by, schema=schema, format=format)
 
 
 def _dataset_name(name: str) -> str:

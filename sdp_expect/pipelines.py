@@ -48,14 +48,14 @@ from sdp_expect.core.model import (
     make_expectation,
 )
 from sdp_expect.core.planner import (
-    Where,
-    plan_append_flow,
+    DatasetDefinition,
+    Definition,
+    FlowDefinition,
+    TableDefinition,
+    plan,
     plan_auto_cdc_flow,
-    plan_dataset,
-    plan_declared_table,
-    plan_unchecked_dataset,
 )
-from sdp_expect.emit.python import DATASET_DECORATORS, emit, returning
+from sdp_expect.emit.python import emit
 from sdp_expect.spark.registration import (
     evaluate_query,
     graph_state,
@@ -471,25 +471,37 @@ def _define_dataset(kind: Optional[DatasetKind], func: Any, options: Dict[str, A
         )
     name: str = options.get("name") or func.__name__
     pending = _take_pending(func)
-    state = graph_state()
     # Evaluated here for every dataset, with or without rules: the plan is checked for
     # reads that open-source SDP would bind to the previous update (SDPX-DEF-110).
     query = evaluate_query(func, name, where=_where(location))
     if kind is None:
         kind = DatasetKind.STREAMING_TABLE if is_streaming(query) else DatasetKind.MATERIALIZED_VIEW
-    if pending is None:
-        plan_unchecked_dataset(name, kind, state=state, where=Where(_where(location)),
-                               format=options.get("format"))
-        with located(location), registering(name):
-            DATASET_DECORATORS[kind](**options)(returning(query, func))
-        note_datasets(name)
+    rules = DatasetRules(name) if pending is None else _resolve_rules(name, pending)
+    _define(DatasetDefinition(rules, kind, pending is not None, _where(location),
+                              options.get("spark_conf"), options.get("format")),
+            location, query, func, dict(options, name=name))
+
+
+def _define(definition: Definition, location: SourceCodeLocation,
+            query: Optional[DataFrame], func: Any, options: Dict[str, Any]) -> None:
+    """Plan one dataset or flow and register what its plan holds, at ``location``: the one
+    route of every definition of the Python API, with or without expectations.
+
+    :param definition: The dataset or flow.
+    :param location: Where the user defined it (the registered elements carry it).
+    :param query: The user's query (None: a table declared without one).
+    :param func: What lends the registered query functions their names.
+    :param options: The user's options of the dataset itself.
+    """
+    planned = plan(definition, graph_state())
+    if isinstance(definition, FlowDefinition):
+        with located(location), registering(definition.target):
+            emit(planned, query, func, options)
         return
-    rules = _resolve_rules(name, pending)
-    plan = plan_dataset(rules, kind, state.options, state=state, where=Where(_where(location)),
-                        spark_conf=options.get("spark_conf"), format=options.get("format"))
+    name = definition.rules.dataset
     with located(location), registering(name):
-        emit(plan, query, func, dict(options, name=name))
-    note_datasets(name, *plan.companions.names())
+        emit(planned, query, func, options)
+    note_datasets(name, *planned.companions.names())
 
 
 @overload
@@ -538,11 +550,11 @@ def table(
     :param schema: Explicit schema (StructType or DDL string).
     :param format: Table format, e.g. ``"parquet"``.
     """
-    options = _drop_none(name=name, comment=comment, spark_conf=spark_conf,
-                         table_properties=table_properties, partition_cols=partition_cols,
-                         cluster_by=cluster_by, schema=schema, format=format)
-    return _dataset_decorator(DatasetKind.STREAMING_TABLE, query_function, options,
-                              get_caller_source_code_location(stacklevel=1))
+    return dataset_decorator(DatasetKind.STREAMING_TABLE, query_function,
+                             get_caller_source_code_location(stacklevel=1),
+                             name=name, comment=comment, spark_conf=spark_conf,
+                             table_properties=table_properties, partition_cols=partition_cols,
+                             cluster_by=cluster_by, schema=schema, format=format)
 
 
 @overload
@@ -591,11 +603,11 @@ def materialized_view(
     :param schema: Explicit schema (StructType or DDL string).
     :param format: Table format, e.g. ``"parquet"``.
     """
-    options = _drop_none(name=name, comment=comment, spark_conf=spark_conf,
-                         table_properties=table_properties, partition_cols=partition_cols,
-                         cluster_by=cluster_by, schema=schema, format=format)
-    return _dataset_decorator(DatasetKind.MATERIALIZED_VIEW, query_function, options,
-                              get_caller_source_code_location(stacklevel=1))
+    return dataset_decorator(DatasetKind.MATERIALIZED_VIEW, query_function,
+                             get_caller_source_code_location(stacklevel=1),
+                             name=name, comment=comment, spark_conf=spark_conf,
+                             table_properties=table_properties, partition_cols=partition_cols,
+                             cluster_by=cluster_by, schema=schema, format=format)
 
 
 @overload
@@ -629,18 +641,30 @@ def temporary_view(
     :param comment: Description of the view.
     :param spark_conf: Spark confs set when the view's query runs.
     """
-    options = _drop_none(name=name, comment=comment, spark_conf=spark_conf)
-    return _dataset_decorator(DatasetKind.TEMPORARY_VIEW, query_function, options,
-                              get_caller_source_code_location(stacklevel=1))
+    return dataset_decorator(DatasetKind.TEMPORARY_VIEW, query_function,
+                             get_caller_source_code_location(stacklevel=1),
+                             name=name, comment=comment, spark_conf=spark_conf)
 
 
 def _drop_none(**options: Any) -> Dict[str, Any]:
     return {key: value for key, value in options.items() if value is not None}
 
 
-def _dataset_decorator(kind: Optional[DatasetKind], query_function: Optional[QueryFunction],
-                       options: Dict[str, Any], location: SourceCodeLocation,
-                       ) -> Union[Callable[[QueryFunction], None], None]:
+def dataset_decorator(kind: Optional[DatasetKind], query_function: Optional[QueryFunction],
+                      location: SourceCodeLocation, **options: Any,
+                      ) -> Union[Callable[[QueryFunction], None], None]:
+    """The dataset decorator that ``table``, ``materialized_view``, ``temporary_view`` and
+    ``sdp_expect.dlt.table`` are: it defines the dataset of the query function it is
+    given (bare use), or returns the decorator that does.
+
+    :param kind: The dataset's kind; None: decided from its query (``dlt.table``: a
+        streaming query makes a streaming table).
+    :param query_function: The query function, when the decorator is used bare.
+    :param location: Where the user wrote the decorator.
+    :param options: The decorator's keyword arguments; those that are None are left out.
+    """
+    options = _drop_none(**options)
+
     def outer(func: QueryFunction) -> None:
         _define_dataset(kind, func, options, location)
 
@@ -703,15 +727,8 @@ def create_streaming_table(
     table_options = _drop_none(comment=comment, table_properties=table_properties,
                                partition_cols=partition_cols, cluster_by=cluster_by,
                                schema=schema, format=format)
-    state = graph_state()
-    plan = plan_declared_table(rules, state.options, state=state, where=Where(_where(location)),
-                               format=format)
-    with located(location):
-        if plan is None:
-            _sdp.create_streaming_table(name, **table_options)
-        else:
-            emit(plan, None, create_streaming_table, table_options)
-    note_datasets(name, *(plan.companions.names() if plan is not None else ()))
+    _define(TableDefinition(rules, _where(location), format), location, None,
+            create_streaming_table, table_options)
 
 
 def append_flow(
@@ -740,14 +757,8 @@ def append_flow(
             raise SdpExpectError(code, f"expectations on append_flow {flow_name!r} into "
                                  f"{target!r}", dataset=target, location=_where(location))
         query = evaluate_query(func, flow_name, reader=target, where=_where(location))
-        plan = plan_append_flow(target, flow_name, state=state, where=Where(_where(location)),
-                                spark_conf=spark_conf)
-        with located(location), registering(target):
-            if plan is None:
-                _sdp.append_flow(target=target, name=name, spark_conf=spark_conf)(
-                    returning(query, func))
-            else:
-                emit(plan, query, func)
+        _define(FlowDefinition(target, flow_name, _where(location), spark_conf), location,
+                query, func, {})
 
     return outer
 
@@ -786,7 +797,7 @@ if _SDP_AUTO_CDC is not None:  # Spark 4.2+
         """
         location = get_caller_source_code_location(stacklevel=1)
         plan_auto_cdc_flow(target, kwargs.get("name"), state=graph_state(),
-                           where=Where(_where(location)))
+                           location=_where(location))
         scd_type = kwargs.get("stored_as_scd_type", args[5] if len(args) > 5 else None)
         if str(scd_type) == "2" and not spark_has(SCD_TYPE_2, _pyspark.__version__):
             raise _missing("SCD type 2 in create_auto_cdc_flow", SCD_TYPE_2).with_context(

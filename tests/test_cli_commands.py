@@ -282,7 +282,7 @@ def test_report_uses_kept_numbers_for_a_dataset_emptied_by_a_failed_update() -> 
                    "passed_records": 4, "failed_records": 0}]}}},
         "last_run": {"violations": [{"dataset": "gold", "expectations": ["positive_revenue"],
                                      "record": '{"revenue":-1}'}]}}
-    report = build_report(READING, history=history)
+    report = build_report(READING, last_summaries=history)
     gold = report.dataset("gold")
     assert gold is not None and gold.status == LAST_SUCCESS
     assert gold.recorded_at == "2026-01-01T10:00:00+00:00"

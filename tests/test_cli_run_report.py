@@ -410,7 +410,7 @@ def test_violated_fail_rule_exits_1_and_the_summary_shows_the_record(
                                            f"failed: {len(failed)}"), told[-1][1].group(0)
     assert not any(PROGRESS.fullmatch(line) for line in out[out.index("== Data quality"):]
                    .splitlines())
-    kept = json.loads((project / ".sdp-expect" / "dq-history.json").read_text())
+    kept = json.loads((project / ".sdp-expect" / "last-summaries.json").read_text())
     assert set(kept["datasets"]) == {"other"}
     assert kept["last_run"]["violations"][0]["dataset"] == "checked"
 

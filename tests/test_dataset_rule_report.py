@@ -43,7 +43,7 @@ from sdp_expect.quality.summary import FAILED, NO_SUCCESS, QualityReport, TableR
 from sdp_expect.report.as_json import report_dict
 from sdp_expect.report.build import build_report
 from sdp_expect.report.html import render_html
-from sdp_expect.report.reader import load_history, save_history
+from sdp_expect.report.last_summaries import load_last_summaries, save_last_summaries
 from sdp_expect.report.text import to_text
 from sdp_expect.runtime.spark_pipelines import EventLog
 
@@ -156,8 +156,8 @@ def test_the_run_summary_and_report_show_the_failure_from_the_history(tmp_path: 
     assert [(d.dataset, d.status, d.has_numbers) for d in run.datasets] == [
         ("orders_silver", FAILED, False)]
     assert_shown(run, "FAILED in this run", "no metrics: a failed update records none")
-    save_history(tmp_path, run)
-    report = build_report(tables, history=load_history(tmp_path))
+    save_last_summaries(tmp_path, run)
+    report = build_report(tables, last_summaries=load_last_summaries(tmp_path))
     assert [(d.dataset, d.status) for d in report.datasets] == [("orders_silver", NO_SUCCESS)]
     assert_shown(report, "no successful update recorded", "no metrics recorded")
 

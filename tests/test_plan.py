@@ -32,12 +32,13 @@ from sdp_expect.core.planner import (
     PlanState,
     Role,
     Step,
-    Where,
     plan_append_flow,
     plan_auto_cdc_flow,
     plan_dataset,
     plan_declared_table,
 )
+from sdp_expect.dbsql.fixes import worded_for_sql
+from sdp_expect.emit.sql import check_select, flow_select
 
 RULES_YAML = """\
 - name: recent
@@ -67,7 +68,7 @@ def shape(plan: Plan) -> dict[str, Any]:
     def flow(spec: planner.FlowSpec) -> tuple[Any, ...]:
         source = "src" if spec.reads is None else spec.reads
         return (spec.name, spec.target, spec.step, spec.reads, spec.also_reads,
-                dict(spec.spark_conf), spec.select(source, spec.also_reads))
+                dict(spec.spark_conf), flow_select(plan, spec, source, spec.also_reads))
 
     return {
         "rules": [(e.name, e.constraint, e.action) for e in plan.rules.expectations],
@@ -77,25 +78,31 @@ def shape(plan: Plan) -> dict[str, Any]:
         "datasets": [(d.name, d.kind, d.role, d.comment, d.format,
                       flow(d.query) if d.query is not None else None) for d in plan.datasets],
         "flows": [flow(f) for f in plan.flows],
-        "checks": [(c.view, c.expectation,
-                    {k: v for k, v in c.definition.items() if k not in ("location", "place")},
-                    c.select("src")) for c in plan.checks],
+        "checks": [(c.view, c.expectation, c.dataset, c.flow, c.derived, c.query_view,
+                    check_select(plan, c, "src")) for c in plan.checks],
         "no_retry": plan.no_retry,
     }
 
 
 def _recording(monkeypatch: pytest.MonkeyPatch, module: Any, plans: list[Plan]) -> None:
-    """Record every plan that ``module`` asks the planner for."""
-    for name in ("plan_dataset", "plan_declared_table", "plan_append_flow"):
-        real = getattr(planner, name)
+    """Record every plan with expectations that ``module`` asks the planner for (the
+    definitions without them are planned too, as their query alone)."""
+    def record(*args: Any, **kwargs: Any) -> Any:
+        result = planner.plan(*args, **kwargs)
+        if not _as_written(result):
+            plans.append(result)
+        return result
 
-        def record(*args: Any, _real: Callable[..., Any] = real, **kwargs: Any) -> Any:
-            result = _real(*args, **kwargs)
-            if result is not None:
-                plans.append(result)
-            return result
+    monkeypatch.setattr(module, "plan", record)
 
-        monkeypatch.setattr(module, name, record)
+
+def _as_written(plan: Plan) -> bool:
+    """True for the plan of a definition without expectations: one dataset or flow, its
+    query as written, nothing else."""
+    specs = [*plan.flows, *(d.query for d in plan.datasets)]
+    return plan.checks == () and all(s is None or s.step is Step.QUERY for s in specs) and (
+        len(plan.datasets) + len(plan.flows) == 1) and plan.rules.empty and (
+        plan.rules.quarantine is None)
 
 
 # --------------------------------------------------------------------------- the front ends
@@ -121,7 +128,8 @@ def python_plans(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Callable
         monkeypatch.setattr(pipelines, "note_datasets", lambda *names: None)
         monkeypatch.setattr(pipelines, "emit", lambda plan, *a, **k: emitted.append(plan))
         body(pipelines)
-        assert emitted == plans  # every plan is emitted as planned
+        # every plan is emitted as planned
+        assert [p for p in emitted if not _as_written(p)] == plans
         return plans
 
     yield define
@@ -198,14 +206,14 @@ def test_metrics_from_the_output_read_the_view_and_its_quarantine() -> None:
     options = PipelineOptions(metrics_from_output=True, quarantine=True)
     state = PlanState(options)
     rules = _rules("m", Action.WARN, Action.DROP, Action.FAIL)
-    target, kept_out, metrics = (d.query for d in plan_dataset(
-        rules, DatasetKind.MATERIALIZED_VIEW, options, state=state).datasets)
+    plan_of_m = plan_dataset(rules, DatasetKind.MATERIALIZED_VIEW, options, state=state)
+    target, kept_out, metrics = (d.query for d in plan_of_m.datasets)
     assert target is not None and kept_out is not None and metrics is not None
     # The flows that check the fail rule are not retried; these metrics check nothing.
     assert target.spark_conf == NO_RETRY_CONF and kept_out.spark_conf == NO_RETRY_CONF
     assert metrics.step is Step.METRICS_FROM_COMPANIONS and dict(metrics.spark_conf) == {}
     assert (metrics.reads, metrics.also_reads) == ("m", "m_quarantine")
-    text = metrics.select("m", "m_quarantine")
+    text = flow_select(plan_of_m, metrics, "m", "m_quarantine")
     assert "FROM m)" in text and "FROM m_quarantine)" in text
     alone = plan_dataset(_rules("n", Action.DROP), DatasetKind.MATERIALIZED_VIEW,
                          dataclasses.replace(options, quarantine=False), state=state)
@@ -297,17 +305,26 @@ def _rules(dataset: str = "t", *actions: Action, quarantine: bool = False,
     return rules
 
 
+def _front_ends(line: int) -> list[tuple[Location, Callable[[SdpExpectError], SdpExpectError]]]:
+    """Where each front end met a definition, and how it words the planner's errors: the
+    Python API keeps the catalogue's fix, the SQL front end words it for SQL."""
+    return [(Location("p.py", line), lambda error: error),
+            (Location("f.sql", line), worded_for_sql)]
+
+
 def test_def_105_rules_on_a_table_after_a_flow_writes_it() -> None:
     state = PlanState(PipelineOptions())
-    assert plan_append_flow("t", "f", state=state) is None  # no rules: a plain flow
-    assert plan_declared_table(DatasetRules("t"), PipelineOptions(), state=state) is None
-    for where, fix in ((Where(Location("p.py", 3)), "dp.create_streaming_table"),
-                       (Where(Location("f.sql", 3), sql=True), "CREATE STREAMING TABLE")):
+    assert _as_written(plan_append_flow("t", "f", state=state))  # no rules: a plain flow
+    assert _as_written(plan_declared_table(DatasetRules("t"), PipelineOptions(), state=state))
+    for (location, worded), fix in zip(_front_ends(3),
+                                       ("dp.create_streaming_table", "CREATE STREAMING TABLE"),
+                                       strict=True):
         with pytest.raises(SdpExpectError) as caught:
-            plan_declared_table(_rules(), PipelineOptions(), state=state, where=where)
-        assert caught.value.code == "SDPX-DEF-105"
-        assert caught.value.place == where.location and caught.value.dataset == "t"
-        assert fix in (caught.value.fix or "")
+            plan_declared_table(_rules(), PipelineOptions(), state=state, location=location)
+        error = worded(caught.value)
+        assert error.code == "SDPX-DEF-105"
+        assert error.place == location and error.dataset == "t"
+        assert fix in (error.fix or "")
     assert "t" not in state.table_rules
     # a dataset's own flow writes it too
     planner.plan_unchecked_dataset("u", DatasetKind.MATERIALIZED_VIEW, state=state)
@@ -317,14 +334,15 @@ def test_def_105_rules_on_a_table_after_a_flow_writes_it() -> None:
 
 def test_def_106_quarantine_on_a_temporary_view() -> None:
     state = PlanState(PipelineOptions())
-    for where, fix in ((Where(Location("p.py", 7)), "@dp.quarantine()"),
-                       (Where(Location("f.sql", 7), sql=True), "TBLPROPERTIES")):
+    for (location, worded), fix in zip(_front_ends(7), ("@dp.quarantine()", "TBLPROPERTIES"),
+                                       strict=True):
         with pytest.raises(SdpExpectError) as caught:
             plan_dataset(_rules("v", Action.DROP, quarantine=True), DatasetKind.TEMPORARY_VIEW,
-                         PipelineOptions(), state=state, where=where)
-        assert caught.value.code == "SDPX-DEF-106"
-        assert caught.value.place == where.location and caught.value.dataset == "v"
-        assert fix in (caught.value.fix or "")
+                         PipelineOptions(), state=state, location=location)
+        error = worded(caught.value)
+        assert error.code == "SDPX-DEF-106"
+        assert error.place == location and error.dataset == "v"
+        assert fix in (error.fix or "")
     # The pipeline-wide setting does not give a view a quarantine: no error.
     plan = plan_dataset(_rules("v", Action.DROP), DatasetKind.TEMPORARY_VIEW,
                         PipelineOptions(quarantine=True), state=state)
@@ -389,17 +407,16 @@ def test_def_112_a_file_format_streaming_table_takes_one_flow(
 
 
 def test_def_112_names_the_flows_and_words_the_fix_for_the_front_end() -> None:
-    for where, fix in ((Where(Location("p.py", 4)), "unionByName"),
-                       (Where(Location("f.sql", 4), sql=True), "UNION ALL")):
+    for (location, worded), fix in zip(_front_ends(4), ("unionByName", "UNION ALL"), strict=True):
         state = PlanState(PipelineOptions())
         plan_declared_table(DatasetRules("events"), PipelineOptions(), state=state,
                             format="json")
         plan_append_flow("events", "a", state=state)
         with pytest.raises(SdpExpectError) as caught:
-            plan_append_flow("events", "b", state=state, where=where)
-        error = caught.value
+            plan_append_flow("events", "b", state=state, location=location)
+        error = worded(caught.value)
         assert error.code == "SDPX-DEF-112" and error.dataset == "events"
-        assert error.place == where.location
+        assert error.place == location
         assert "stored as json (its format)" in str(error) and "'a', 'b'" in str(error)
         assert fix in (error.fix or "")
         assert "sdp_expect.multiple_flows_on_file_formats" in (error.fix or "")
@@ -410,14 +427,16 @@ def test_def_108_rules_on_an_auto_cdc_target() -> None:
     plan_auto_cdc_flow("plain", state=state)
     assert "plain" in state.flow_targets
     plan_declared_table(_rules("t"), PipelineOptions(), state=state)
-    for where, fix in ((Where(Location("p.py", 9)), "@dp.temporary_view"),
-                       (Where(Location("f.sql", 9), sql=True), "CONSTRAINT ... EXPECT")):
+    for (location, worded), fix in zip(_front_ends(9),
+                                       ("@dp.temporary_view", "CONSTRAINT ... EXPECT"),
+                                       strict=True):
         with pytest.raises(SdpExpectError) as caught:
-            plan_auto_cdc_flow("t", state=state, where=where)
-        assert caught.value.code == "SDPX-DEF-108"
-        assert caught.value.place == where.location and caught.value.dataset == "t"
-        assert fix in (caught.value.fix or "")
-    error = planner.auto_cdc_target_error("t", Where(Location("f.sql", 1), sql=True))
+            plan_auto_cdc_flow("t", state=state, location=location)
+        error = worded(caught.value)
+        assert error.code == "SDPX-DEF-108"
+        assert error.place == location and error.dataset == "t"
+        assert fix in (error.fix or "")
+    error = worded_for_sql(planner.auto_cdc_target_error("t", Location("f.sql", 1)))
     assert error.code == "SDPX-DEF-108" and "CONSTRAINT" in (error.fix or "")
 
 
@@ -464,7 +483,7 @@ def test_a_batch_log_is_grouped_per_micro_batch_or_written_per_record(
                         PipelineOptions(), state=state)
     (log,) = [f for f in plan.flows if f.target == "t_dq_batches"]
     assert log.reads == "_sdpx_batch_input_t"
-    select = log.select("STREAM(_sdpx_batch_input_t)")
+    select = flow_select(plan, log, "STREAM(_sdpx_batch_input_t)")
     if per_micro_batch:
         assert log.step is Step.BATCH_LOG
         assert dict(log.spark_conf) == {"spark.sql.shuffle.partitions": "1"}
@@ -491,13 +510,14 @@ def test_def_114_key_rules_on_a_streaming_table_or_temporary_view() -> None:
     (with a query or declared), a temporary view, a SQL fix for the SQL front end."""
     options = PipelineOptions()
     for kind in (DatasetKind.STREAMING_TABLE, DatasetKind.TEMPORARY_VIEW):
-        for where in (Where(Location("p.py", 3)), Where(Location("f.sql", 3), sql=True)):
+        for (location, worded), sql in zip(_front_ends(3), (False, True), strict=True):
             with pytest.raises(SdpExpectError) as caught:
                 plan_dataset(_key_rules("t", Action.DROP), kind, options,
-                             state=PlanState(options), where=where)
-            assert (caught.value.code, caught.value.dataset, caught.value.expectation) == (
+                             state=PlanState(options), location=location)
+            error = worded(caught.value)
+            assert (error.code, error.dataset, error.expectation) == (
                 "SDPX-DEF-114", "t", "once")
-            assert ("MATERIALIZED VIEW" in (caught.value.fix or "")) is where.sql
+            assert ("MATERIALIZED VIEW" in (error.fix or "")) is sql
     with pytest.raises(SdpExpectError) as caught:
         planner.plan_declared_table(_key_rules("t", Action.WARN), options,
                                     state=PlanState(options))
@@ -519,8 +539,9 @@ def test_metrics_of_key_rules_from_the_output_only_when_no_key_rule_is_judged_on
     # query's columns only.
     target = plan.datasets[0].query
     assert target is not None
-    text = target.select("src")
+    text = flow_select(plan, target, "src")
     assert text.startswith("SELECT _sdpx_rec.* FROM") and "FROM c)" in text
-    checks = {c.expectation.name: c.select("src") for c in plan.checks if c.expectation}
+    checks = {c.expectation.name: check_select(plan, c, "src")
+              for c in plan.checks if c.expectation}
     assert "PARTITION BY" in checks["once"] and "LEFT JOIN" not in checks["once"]
     assert "LEFT JOIN" in checks["known"] and "PARTITION BY" not in checks["known"]

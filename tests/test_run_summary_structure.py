@@ -34,7 +34,7 @@ from sdp_expect.quality.summary import FAILED, LAST_SUCCESS, NO_SUCCESS, TableRe
 from sdp_expect.report.as_json import report_dict
 from sdp_expect.report.build import build_report
 from sdp_expect.report.html import render_html
-from sdp_expect.report.reader import load_history, save_history
+from sdp_expect.report.last_summaries import load_last_summaries, save_last_summaries
 from sdp_expect.report.text import to_text
 from sdp_expect.runtime.spark_pipelines import EventLog
 
@@ -177,8 +177,8 @@ def test_run_summary_and_report_show_the_one_violation(path: Path, tmp_path: Pat
     assert [d.status for d in run.datasets] == [FAILED]
     assert_one_violation_shown(to_text(run), report_dict(run), render_html(run), kind)
     # `report` shows what `run` kept of the last run: the same one violation.
-    save_history(tmp_path, run)
-    report = build_report(tables, history=load_history(tmp_path))
+    save_last_summaries(tmp_path, run)
+    report = build_report(tables, last_summaries=load_last_summaries(tmp_path))
     assert [d.status for d in report.datasets] == [NO_SUCCESS]
     assert_one_violation_shown(to_text(report), report_dict(report), render_html(report), kind)
 
@@ -191,8 +191,8 @@ def test_report_shows_the_last_runs_violation_beside_earlier_numbers(tmp_path: P
         "dataset": "orders_stream", "expectation": name, "action": "fail", "constraint": "c",
         "passed_records": 2, "failed_records": 0, "total_records": 2, "dropped_records": 0}
         for name in ("valid_amount", "has_id", "it's, 'odd'")]
-    save_history(tmp_path, build_report(tables, flows=log.flows, violations=log.violations))
-    report = build_report(tables, history=load_history(tmp_path))
+    save_last_summaries(tmp_path, build_report(tables, flows=log.flows, violations=log.violations))
+    report = build_report(tables, last_summaries=load_last_summaries(tmp_path))
     assert [(d.status, len(d.rules)) for d in report.datasets] == [(LAST_SUCCESS, 3)]
     assert_one_violation_shown(to_text(report), report_dict(report), render_html(report),
                                "streaming")

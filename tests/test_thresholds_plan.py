@@ -29,6 +29,7 @@ from sdp_expect.core.planner import (
     plan_dataset,
     plan_declared_table,
 )
+from sdp_expect.emit.sql import flow_select
 
 # --------------------------------------------------------------------------- the value
 
@@ -160,7 +161,7 @@ def test_a_fail_tolerance_guards_the_target_and_its_companions_and_is_not_retrie
     plan = _plan(_rules(("amount_present", "amount IS NOT NULL", Action.FAIL, "1%")),
                  options=PipelineOptions(quarantine=True))
     flows = {spec.name: spec.query for spec in plan.datasets}
-    target = flows["orders"].select("src")
+    target = flow_select(plan, flows["orders"], "src")
     # The guard: a one-row aggregate over the same query, cross-joined to its records.
     assert "CROSS JOIN" in target and "count(1) AS _sdpx_total" in target
     assert TOLERANCE_TAG in target
@@ -169,7 +170,7 @@ def test_a_fail_tolerance_guards_the_target_and_its_companions_and_is_not_retrie
     assert dict(flows["orders"].spark_conf) == NO_RETRY_CONF
     metrics = flows["orders_dq_metrics"]
     assert metrics.step is Step.METRICS_FROM_QUERY
-    assert TOLERANCE_TAG in metrics.select("src")
+    assert TOLERANCE_TAG in flow_select(plan, metrics, "src")
     assert dict(metrics.spark_conf) == NO_RETRY_CONF
 
 
@@ -178,7 +179,7 @@ def test_a_fail_tolerance_with_a_quarantine_guards_the_quarantine() -> None:
                         ("known_region", "region IS NOT NULL", Action.DROP, None)),
                  options=PipelineOptions(quarantine=True))
     flows = {spec.name: spec.query for spec in plan.datasets}
-    quarantine = flows["orders_quarantine"].select("src")
+    quarantine = flow_select(plan, flows["orders_quarantine"], "src")
     assert "CROSS JOIN" in quarantine and TOLERANCE_TAG in quarantine
     # The quarantine names a fail rule with a tolerance: its violators are written.
     assert "'amount_present'" in quarantine.split("AS _failed_expectations")[0]
@@ -187,9 +188,9 @@ def test_a_fail_tolerance_with_a_quarantine_guards_the_quarantine() -> None:
 def test_a_warn_tolerance_adds_no_guard_and_no_retry_setting() -> None:
     plan = _plan(_rules(("recent", "year >= 2020", Action.WARN, "0.5%")))
     flows = {spec.name: spec.query for spec in plan.datasets}
-    assert flows["orders"].select("src") == "SELECT * FROM src"
+    assert flow_select(plan, flows["orders"], "src") == "SELECT * FROM src"
     assert dict(flows["orders"].spark_conf) == {}
-    metrics = flows["orders_dq_metrics"].select("src")
+    metrics = flow_select(plan, flows["orders_dq_metrics"], "src")
     assert TOLERANCE_TAG not in metrics
     assert "'max_failed', _sdpx_rule.rule_max_failed" in metrics
     assert "'tolerance_exceeded'" in metrics
@@ -198,7 +199,7 @@ def test_a_warn_tolerance_adds_no_guard_and_no_retry_setting() -> None:
 def test_a_fail_rule_without_tolerance_keeps_its_record_level_check() -> None:
     plan = _plan(_rules(("amount_present", "amount IS NOT NULL", Action.FAIL, "1%"),
                         ("id_present", "id IS NOT NULL", Action.FAIL, None)))
-    target = plan.datasets[0].query.select("src")
+    target = flow_select(plan, plan.datasets[0].query, "src")
     assert "[EXPECTATION_VIOLATION]" in target and TOLERANCE_TAG in target
     assert "Violated expectations: " in target
     record_check = target.split("AS _sdpx_guarded")[1]
@@ -207,7 +208,7 @@ def test_a_fail_rule_without_tolerance_keeps_its_record_level_check() -> None:
 
 def test_metrics_keep_their_columns_without_tolerances() -> None:
     plan = _plan(_rules(("amount_present", "amount IS NOT NULL", Action.FAIL, None)))
-    metrics = plan.datasets[-1].query.select("src")
+    metrics = flow_select(plan, plan.datasets[-1].query, "src")
     assert "max_failed" not in metrics and "tolerance_exceeded" not in metrics
     assert TOLERANCE_METRICS_COLUMNS == ("max_failed", "tolerance_exceeded")
     assert METRICS_COLUMNS[-1] == "dropped_records"
@@ -230,7 +231,7 @@ def test_a_warn_tolerance_on_a_streaming_table_is_judged_in_its_metrics() -> Non
     plan = _plan(_rules(("amount_present", "amount IS NOT NULL", Action.WARN, "1%")),
                  DatasetKind.STREAMING_TABLE)
     metrics = next(spec for spec in plan.datasets if spec.name == "orders_dq_metrics")
-    text = metrics.query.select("src")
+    text = flow_select(plan, metrics.query, "src")
     assert "tolerance_exceeded" in text and "raise_error" not in text
     assert "sum(_records)" in text  # judged on the batch log's cumulative counts
     assert not plan.no_retry

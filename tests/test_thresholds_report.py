@@ -47,7 +47,8 @@ from sdp_expect.quality.summary import FAILED, NO_SUCCESS, UPDATED, QualityRepor
 from sdp_expect.report.as_json import report_dict
 from sdp_expect.report.build import build_report
 from sdp_expect.report.html import render_html
-from sdp_expect.report.reader import _collect, load_history, save_history
+from sdp_expect.report.last_summaries import load_last_summaries, save_last_summaries
+from sdp_expect.report.reader import _collect
 from sdp_expect.report.text import to_text
 from sdp_expect.runtime.spark_pipelines import EventLog
 
@@ -250,8 +251,8 @@ def test_a_flow_over_fail_and_drop_tolerances_is_shown_in_run_and_report(
         ("orders", FAILED, False)]
     assert_shown(run, expected, lines, "FAILED in this run")
     # `report` shows what `run` kept of the last run: the same failure.
-    save_history(tmp_path, run)
-    report = build_report(tables, history=load_history(tmp_path))
+    save_last_summaries(tmp_path, run)
+    report = build_report(tables, last_summaries=load_last_summaries(tmp_path))
     assert [(d.dataset, d.status) for d in report.datasets] == [("orders", NO_SUCCESS)]
     assert_shown(report, expected, lines, "no successful update recorded")
 

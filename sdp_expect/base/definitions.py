@@ -14,11 +14,12 @@ import json
 import os
 import sys
 from types import TracebackType
-from typing import Any, Optional
+from typing import Any, Mapping, Optional, Sequence
 
-from sdp_expect.base.errors import SdpExpectError
+from sdp_expect.base.errors import Location, SdpExpectError
 
-__all__ = ["DEFINITIONS_VARIABLE", "record_definition", "record_errors_on_exit"]
+__all__ = ["DEFINITIONS_VARIABLE", "record_check_view", "record_definition",
+           "record_errors_on_exit", "record_query_view", "record_route"]
 
 DEFINITIONS_VARIABLE = "SDP_EXPECT_DEFINITIONS"
 """The environment variable naming the definitions file (JSON lines)."""
@@ -34,6 +35,49 @@ def record_definition(entry: dict[str, Any]) -> None:
             handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
     except OSError:  # the file only improves the messages of sdp-expect run
         pass
+
+
+def record_query_view(view: str, *, dataset: str, flow: str, derived: Sequence[str]) -> None:
+    """Record the check view of a flow's query alone (``{"kind": "query", ...}``).
+
+    :param view: The view.
+    :param dataset: The dataset with expectations.
+    :param flow: The flow whose query it reads.
+    :param derived: The flows that a broken constraint of the dataset also fails.
+    """
+    record_definition({"kind": "query", "view": view, "dataset": dataset, "flow": flow,
+                       "derived": list(derived)})
+
+
+def record_check_view(view: str, *, dataset: str, flow: str, expectation: str,
+                      constraint: str, action: str, place: Optional[Location],
+                      query_view: Optional[str]) -> None:
+    """Record the check view of one rule (``{"kind": "check", ...}``): the rule, its
+    ``file:line`` and the view of its flow's query alone.
+
+    :param view: The view.
+    :param dataset: The dataset with expectations.
+    :param flow: The flow whose query it reads.
+    :param expectation: The rule's name.
+    :param constraint: The rule's constraint, as written.
+    :param action: ``warn``, ``drop`` or ``fail``.
+    :param place: Where the rule was declared.
+    :param query_view: The view of the flow's query alone.
+    """
+    record_definition({
+        "kind": "check", "view": view, "dataset": dataset, "flow": flow,
+        "expectation": expectation, "constraint": constraint, "action": action,
+        "location": None if place is None else str(place),
+        "place": None if place is None else place.as_dict(), "query_view": query_view})
+
+
+def record_route(flow: str, views: Mapping[str, Optional[str]]) -> None:
+    """Record the route views a flow reads (``{"kind": "route", ...}``).
+
+    :param flow: The flow.
+    :param views: Each route view it reads -> the table it stands for (None: SQL text).
+    """
+    record_definition({"kind": "route", "flow": flow, "views": dict(views)})
 
 
 def _coded(error: Optional[BaseException]) -> Optional[SdpExpectError]:

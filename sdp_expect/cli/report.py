@@ -22,7 +22,8 @@ from sdp_expect.quality.summary import DEFAULT_SAMPLE, TREND_UPDATES, ReadError
 from sdp_expect.report.as_json import to_json
 from sdp_expect.report.build import build_report
 from sdp_expect.report.html import render_html
-from sdp_expect.report.reader import load_history, read_tables, read_through_server
+from sdp_expect.report.last_summaries import load_last_summaries
+from sdp_expect.report.reader import read_tables, read_through_server
 from sdp_expect.report.text import to_text
 from sdp_expect.runtime.catalog_access import (
     add_wait_argument,
@@ -41,7 +42,7 @@ percentage, the records each dataset dropped and its quarantine. Reads the
 <dataset>_dq_metrics and quarantine tables of the catalog that `sdp-expect
 run` keeps in the project folder (run no pipeline). A materialized view is
 empty after a failed update; its last successful numbers then come from what
-`sdp-expect run` kept in .sdp-expect/dq-history.json. While `sdp-expect
+`sdp-expect run` kept in .sdp-expect/last-summaries.json. While `sdp-expect
 serve` keeps the project's server up, the tables are read through it.
 
 With --html OUT.html, also write a page to look at: per dataset a bar per
@@ -120,7 +121,8 @@ def command_report(args: argparse.Namespace) -> int:
     except ReadError as error:
         write_text(sys.stderr, f"sdp-expect report: cannot read the tables: {error}\n")
         return EXIT_PROBLEMS
-    report = build_report(reading, history=load_history(project.folder), pipeline=project.name)
+    report = build_report(reading, last_summaries=load_last_summaries(project.folder),
+                          pipeline=project.name)
     if args.format == "json":
         write_text(sys.stdout, to_json(report, command="report", spec=str(project.spec)) + "\n")
     else:

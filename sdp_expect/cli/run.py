@@ -46,10 +46,8 @@ from sdp_expect.report.as_json import (
     violation_dict,
 )
 from sdp_expect.report.comparison import add_trends, alert_lines, comparison_lines, this_update
-from sdp_expect.report.reader import (
-    prepare_reading,
-    save_history,
-)
+from sdp_expect.report.last_summaries import save_last_summaries
+from sdp_expect.report.reader import prepare_reading
 from sdp_expect.report.text import dataset_rule_lines, to_text, tolerance_lines, violation_lines
 from sdp_expect.runtime.catalog_access import add_wait_argument
 from sdp_expect.runtime.local_server import (
@@ -312,7 +310,7 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
                         status = status or EXIT_PROBLEMS
                     else:
                         report = report_of(done.reading, outcome)
-                        save_history(project.folder, report)
+                        save_last_summaries(project.folder, report)
                     if not done.recorded:
                         status = status or EXIT_PROBLEMS
                     elif done.written is not None:

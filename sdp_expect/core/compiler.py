@@ -323,11 +323,6 @@ class RuleLogic:
         return f"{relation} AS _sdpx_prepared"
 
     # -- what each dataset keeps (SQL text) ---------------------------------------------
-    def has_fail_rules(self) -> bool:
-        """True when violations can fail the flow: a fail rule, or a drop rule with a
-        tolerance (the flow is then not retried)."""
-        return bool(self.rules.of(Action.FAIL)) or bool(self._tolerance_guarded())
-
     def target_condition(self) -> Optional[str]:
         """The target's filter, or None when every record is written unchecked."""
         if not self.rules.of(Action.DROP) and not self._stopping():

@@ -700,6 +700,12 @@ class DatasetRules:
         """True when a rule has a tolerance (``max_failed``)."""
         return any(e.max_failed is not None for e in self.expectations)
 
+    @property
+    def can_fail(self) -> bool:
+        """True when violations can fail the flow: a fail rule, or a drop rule with a
+        tolerance (the flow is then not retried)."""
+        return any(e.action is Action.FAIL or e.guarded for e in self.expectations)
+
     def of(self, action: Action) -> list[Expectation]:
         """The rules with the given action, in declaration order."""
         return [e for e in self.expectations if e.action is action]

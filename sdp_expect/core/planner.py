@@ -6,14 +6,23 @@ it answers with a :class:`Plan`: every dataset to register (the dataset
 itself and its companions ``<dataset>_quarantine``, ``<dataset>_dq_batches``,
 ``<dataset>_dq_metrics``), every flow (``<flow>_to_quarantine``,
 ``<flow>_to_dq_batches``), what each flow reads (the user's query or another
-dataset) and computes (a piece of :class:`~sdp_expect.core.compiler.RuleLogic`),
-its Spark conf (no retries with fail rules, one shuffle partition for a batch
-log), and the flow's unread check
-views. The definition-time checks of the graph (SDPX-DEF-105, -106, -108) are
-raised here, for every front end, at the location the front end passes in.
+dataset) and computes (a :class:`Step`), its Spark conf (no retries with fail
+rules, one shuffle partition for a batch log), and the flow's unread check
+views. The definition-time checks of the graph (SDPX-DEF-105, -106, -108, -112,
+-113, -114, -117) are raised here, for every front end, at the location the
+front end passes in, with the catalogue's fix (a front end may word it for its
+own language: :mod:`sdp_expect.dbsql.fixes`).
 
-Two emitters turn a plan into a graph and decide nothing of their own:
-:mod:`sdp_expect.emit.python` into ``pyspark.pipelines`` calls over
+A front end describes each dataset or flow as one value (:data:`Definition`)
+and asks :func:`plan` for it, with or without expectations: a definition
+without them is planned too (the graph's checks need every flow), as one
+dataset or flow computing :attr:`Step.QUERY`, the query as written.
+
+A plan is data: names, kinds, steps, settings, the rules and the options in
+effect. Two emitters turn it into a graph and decide nothing of their own, each
+with its own mapping from a :class:`Step` to the compiler
+(:class:`~sdp_expect.core.compiler.RuleLogic`, made from the plan's rules and
+options): :mod:`sdp_expect.emit.python` into ``pyspark.pipelines`` calls over
 DataFrames (the Python API, :mod:`sdp_expect.pipelines`), and
 :mod:`sdp_expect.emit.sql` into open-source SDP SQL text (``sql.include``,
 ``sdp-expect translate``). This module imports no pyspark.
@@ -23,7 +32,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Mapping, Optional, Union
 
 from sdp_expect.base.errors import Location, SdpExpectError
 from sdp_expect.base.names import (
@@ -40,7 +49,6 @@ from sdp_expect.base.names import (
 )
 from sdp_expect.base.options import PipelineOptions
 from sdp_expect.base.spark_version import WATERMARK_IN_HIVE_SESSION, spark_has
-from sdp_expect.core.compiler import RuleLogic
 from sdp_expect.core.model import (
     Action,
     Aggregate,
@@ -56,17 +64,21 @@ __all__ = [
     "RETRY_KEY",
     "SHUFFLE_PARTITIONS_KEY",
     "CompanionPlan",
+    "DatasetDefinition",
     "DatasetSpec",
+    "Definition",
+    "FlowDefinition",
     "FlowSpec",
     "Plan",
     "PlanState",
     "Role",
     "RuleCheck",
     "Step",
+    "TableDefinition",
     "TablePlan",
-    "Where",
     "auto_cdc_target_error",
     "flow_conf",
+    "plan",
     "plan_append_flow",
     "plan_auto_cdc_flow",
     "plan_companions",
@@ -96,51 +108,17 @@ streaming query started with in its checkpoint."""
 
 
 
-# --------------------------------------------------------------------------- where and state
+# --------------------------------------------------------------------------- checks and state
 
 
-@dataclass(frozen=True)
-class Where:
-    """Where a front end met a definition, for the errors raised while planning it.
-
-    :param location: The SQL statement's, or the Python decorator's, file and line.
-    :param sql: True for the Databricks SQL front end: the errors' fixes name
-        SQL clauses (``CONSTRAINT``, ``TBLPROPERTIES``) instead of decorators.
-    """
-
-    location: Optional[Location] = None
-    sql: bool = False
+def _error(code: str, dataset: str, location: Optional[Location],
+           detail: Optional[str] = None) -> SdpExpectError:
+    """A definition error of the graph, with the catalogue's fix."""
+    return SdpExpectError(code, detail, dataset=dataset, location=location)
 
 
-_SQL_FIXES = {
-    "SDPX-DEF-105": "put CREATE STREAMING TABLE ... (CONSTRAINT ...) before the CREATE FLOW "
-                    "statements (or append_flow definitions) that write into the table",
-    "SDPX-DEF-106": "remove 'sdp_expect.quarantine' from the view's TBLPROPERTIES and set it "
-                    "on the materialized view or streaming table that reads the view",
-    "SDPX-DEF-108": "put the CONSTRAINT ... EXPECT clauses on the dataset the Auto CDC flow "
-                    "reads (e.g. a temporary view), not on its target",
-    "SDPX-DEF-113": "define the dataset as a MATERIALIZED VIEW to enforce the tolerance, "
-                    "make it a warn rule (no ON VIOLATION clause: reported in the metrics), or "
-                    "remove its 'sdp_expect.max_failed.<expectation>' property (a streaming "
-                    "table's micro-batches commit one by one, docs/thresholds.md)",
-    "SDPX-DEF-114": "define a MATERIALIZED VIEW that reads the streaming table or view, "
-                    "and give it the rule file with the key rule (docs/dataset-rules.md)",
-    "SDPX-DEF-112": "store the table in a format with transactional appends (USING delta or "
-                    "USING iceberg), or write it with one CREATE FLOW over a UNION ALL of the "
-                    "sources; if the format is safe, set "
-                    "sdp_expect.multiple_flows_on_file_formats = allow in the configuration",
-}
-"""The SQL front end's wording of the fixes (the Python API's are the catalogue's)."""
-
-
-def _error(code: str, dataset: str, where: Where, detail: Optional[str] = None
-           ) -> SdpExpectError:
-    """A definition error of the graph, with the fix worded for the front end."""
-    return SdpExpectError(code, detail, dataset=dataset, location=where.location,
-                          fix=_SQL_FIXES.get(code) if where.sql else None)
-
-
-def _check_tolerances(rules: DatasetRules, kind: DatasetKind, where: Where) -> None:
+def _check_tolerances(rules: DatasetRules, kind: DatasetKind,
+                      location: Optional[Location]) -> None:
     """SDPX-DEF-113: a fail or drop tolerance on a streaming table, or any tolerance on a
     temporary view (docs/thresholds.md#the-records-checked). A streaming table commits
     each micro-batch on its own, and no streaming query logic knows a micro-batch's
@@ -162,11 +140,11 @@ def _check_tolerances(rules: DatasetRules, kind: DatasetKind, where: Where) -> N
             f"max_failed={expectation.max_failed.text!r} on a {expectation.action.value} "
             f"rule of a {kind.value}: {what}",
             dataset=rules.dataset, expectation=expectation.name,
-            location=expectation.place or where.location,
-            fix=_SQL_FIXES["SDPX-DEF-113"] if where.sql else None)
+            location=expectation.place or location)
 
 
-def _check_dataset_checks(rules: DatasetRules, kind: DatasetKind, where: Where) -> None:
+def _check_dataset_checks(rules: DatasetRules, kind: DatasetKind,
+                          location: Optional[Location]) -> None:
     """SDPX-DEF-114: a unique key on a streaming table, or any key rule on a temporary
     view (docs/dataset-rules.md#streaming-tables-and-temporary-views). A unique key needs
     a window over all the records, which Spark refuses on a stream; a temporary view is
@@ -185,11 +163,11 @@ def _check_dataset_checks(rules: DatasetRules, kind: DatasetKind, where: Where) 
                    else "key rules are checked on materialized views and (references) "
                    "streaming tables only"),
                 dataset=rules.dataset, expectation=expectation.name,
-                location=expectation.place or where.location,
-                fix=_SQL_FIXES["SDPX-DEF-114"] if where.sql else None)
+                location=expectation.place or location)
 
 
-def _check_whole_checks(rules: DatasetRules, kind: DatasetKind, where: Where) -> None:
+def _check_whole_checks(rules: DatasetRules, kind: DatasetKind,
+                        location: Optional[Location]) -> None:
     """SDPX-DEF-117: a rule on the dataset as a whole where it cannot be judged
     (docs/row-count-rules.md#streaming-tables): any on a temporary view (no metrics, inlined
     into its readers); on a streaming table a fail row count (each micro-batch commits
@@ -219,7 +197,7 @@ def _check_whole_checks(rules: DatasetRules, kind: DatasetKind, where: Where) ->
             f"the {expectation.action.value} rule {expectation.constraint} on a "
             f"{kind.value}: {why}",
             dataset=rules.dataset, expectation=expectation.name,
-            location=expectation.place or where.location)
+            location=expectation.place or location)
 
 
 FILE_FORMATS = frozenset({"parquet", "orc", "json", "csv", "text", "avro", "xml", "binaryfile"})
@@ -227,15 +205,16 @@ FILE_FORMATS = frozenset({"parquet", "orc", "json", "csv", "text", "avro", "xml"
 file sink, whose commit log (``_spark_metadata``) has room for one writer only."""
 
 
-def _note_flow(state: PlanState, target: str, flow: str, where: Where) -> None:
+def _note_flow(state: PlanState, target: str, flow: str, location: Optional[Location]
+               ) -> None:
     """Remember that ``flow`` writes ``target``, and check the table can take it."""
     flows = state.flows_into.setdefault(target, [])
     if flow not in flows:
         flows.append(flow)
-    _check_file_table(state, target, where)
+    _check_file_table(state, target, location)
 
 
-def _check_file_table(state: PlanState, table: str, where: Where) -> None:
+def _check_file_table(state: PlanState, table: str, location: Optional[Location]) -> None:
     """SDPX-DEF-112: a streaming table in a file format with two or more flows
     (docs/semantics.md#several-flows).
 
@@ -255,7 +234,7 @@ def _check_file_table(state: PlanState, table: str, where: Where) -> None:
     if table_format not in FILE_FORMATS:
         return
     source = "its format" if given else "the session's default format (spark.sql.sources.default)"
-    raise _error("SDPX-DEF-112", table, where, (
+    raise _error("SDPX-DEF-112", table, location, (
         f"the streaming table {table!r} is stored as {table_format} ({source}) and written by "
         f"{len(flows)} flows ({', '.join(repr(f) for f in flows)}): Spark's file sink keeps one "
         "commit log per table, so the flows overwrite each other's commits and a reader sees "
@@ -313,8 +292,11 @@ class Role(str, enum.Enum):
 
 
 class Step(str, enum.Enum):
-    """Which piece of :class:`~sdp_expect.core.compiler.RuleLogic` a flow computes."""
+    """What a flow computes from what it reads: each emitter maps a step to the piece of
+    :class:`~sdp_expect.core.compiler.RuleLogic` that gives it."""
 
+    QUERY = "the query as written"
+    """A dataset or flow without expectations: the query, unchanged."""
     TARGET = "target"
     QUARANTINE = "quarantine"
     BATCH_INPUT = "batch log input"
@@ -351,10 +333,9 @@ class FlowSpec:
 
     :param name: The flow's name (a dataset's own flow has the dataset's name).
     :param target: The dataset it writes.
-    :param step: The piece of rule logic it computes.
+    :param step: What it computes from what it reads.
     :param reads: None: the flow's query (the user's); else the dataset it reads.
     :param spark_conf: The flow's Spark conf.
-    :param logic: The rules' logic (not compared: the plan's rules are).
     :param also_reads: A second dataset it reads (the quarantine, for metrics counted
         from what a materialized view wrote).
     """
@@ -364,30 +345,7 @@ class FlowSpec:
     step: Step
     reads: Optional[str] = None
     spark_conf: Mapping[str, str] = field(default_factory=dict)
-    logic: Optional[RuleLogic] = field(default=None, compare=False, repr=False)
     also_reads: Optional[str] = None
-
-    def select(self, source: str, also: Optional[str] = None) -> str:
-        """The flow's ``SELECT`` from the relation ``source`` (what it reads; ``also``:
-        the relation of :attr:`also_reads`), as the compiler writes it."""
-        logic = self.logic
-        assert logic is not None
-        if self.step is Step.METRICS_FROM_COMPANIONS:
-            assert also is not None
-            return logic.metrics_select_from_companions(source, also)
-        if self.step is Step.TARGET:
-            return logic.target_select(source)
-        if self.step is Step.QUARANTINE:
-            return logic.quarantine_select(source)
-        if self.step is Step.BATCH_INPUT:
-            return logic.batch_input_select(source)
-        if self.step is Step.BATCH_LOG:
-            return logic.batch_log_select(source)
-        if self.step is Step.BATCH_LOG_BY_RECORD:
-            return logic.batch_log_record_select(source)
-        if self.step is Step.METRICS_FROM_QUERY:
-            return logic.metrics_select_from_query(source)
-        return logic.metrics_select_from_batch_log(source)
 
 
 @dataclass(frozen=True)
@@ -416,21 +374,21 @@ class DatasetSpec:
 class RuleCheck:
     """One unread temporary view that checks a flow's query or one of its rules.
 
-    :param view: The view's name (:func:`check_view_name`).
+    :param view: The view's name (:func:`~sdp_expect.base.names.check_view_name`).
     :param expectation: The rule it checks; None: the query alone.
-    :param definition: What the definitions file records of it (JSON values).
-    :param logic: The rules' logic (not compared).
+    :param dataset: The dataset with expectations.
+    :param flow: The flow whose query the view reads.
+    :param derived: The query's view only: the flows a broken constraint also fails
+        (the dataset's, its companions').
+    :param query_view: A rule's view only: the view of the query alone.
     """
 
     view: str
     expectation: Optional[Expectation]
-    definition: dict[str, Any]
-    logic: Optional[RuleLogic] = field(default=None, compare=False, repr=False)
-
-    def select(self, source: str) -> str:
-        """The view's ``SELECT`` from the relation ``source`` (the flow's query)."""
-        assert self.logic is not None
-        return self.logic.rule_check_select(source, self.expectation)
+    dataset: str
+    flow: str
+    derived: tuple[str, ...] = ()
+    query_view: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -439,12 +397,12 @@ class TablePlan:
 
     :param rules: Its expectations and settings.
     :param companions: Its companion datasets.
-    :param logic: The rules' logic (the options of the table's declaration).
+    :param options: The pipeline-wide settings of the table's declaration.
     """
 
     rules: DatasetRules
     companions: CompanionPlan
-    logic: RuleLogic = field(compare=False, repr=False)
+    options: PipelineOptions
 
 
 @dataclass(frozen=True)
@@ -458,7 +416,7 @@ class Plan:
         for a flow into a table declared before).
     :param flows: The flows that append to datasets declared before them.
     :param checks: The flow's unread check views.
-    :param logic: The rules' logic (not compared).
+    :param options: The pipeline-wide settings the rules are compiled with.
     """
 
     rules: DatasetRules
@@ -467,7 +425,7 @@ class Plan:
     datasets: tuple[DatasetSpec, ...] = ()
     flows: tuple[FlowSpec, ...] = ()
     checks: tuple[RuleCheck, ...] = ()
-    logic: Optional[RuleLogic] = field(default=None, compare=False, repr=False)
+    options: PipelineOptions = field(default_factory=PipelineOptions)
 
     @property
     def no_retry(self) -> bool:
@@ -481,18 +439,18 @@ class Plan:
 
 
 def plan_companions(rules: DatasetRules, options: PipelineOptions, kind: DatasetKind,
-                    where: Where = Where()) -> CompanionPlan:
+                    location: Optional[Location] = None) -> CompanionPlan:
     """Decide which companion datasets a dataset gets (docs/semantics.md#quarantine, #metrics).
 
     :param rules: The dataset's expectations and per-dataset settings.
     :param options: The pipeline-wide settings.
     :param kind: The dataset's kind.
-    :param where: Where the dataset is defined.
+    :param location: Where the dataset is defined.
     :raises SdpExpectError: SDPX-DEF-106 for quarantine on a temporary view.
     """
     if kind is DatasetKind.TEMPORARY_VIEW:
         if rules.quarantine is not None:
-            raise _error("SDPX-DEF-106", rules.dataset, where)
+            raise _error("SDPX-DEF-106", rules.dataset, location)
         return CompanionPlan()
     if rules.quarantine is not None:
         quarantine: Optional[str] = rules.quarantine.resolve(rules.dataset)
@@ -512,46 +470,40 @@ def plan_companions(rules: DatasetRules, options: PipelineOptions, kind: Dataset
     return CompanionPlan(quarantine=quarantine, batch_log=batch_log, metrics=metrics)
 
 
-def flow_conf(logic: RuleLogic, user_conf: Optional[Mapping[str, str]] = None) -> dict[str, str]:
-    """A flow's Spark conf: the user's, plus no retries when there are fail rules.
+def flow_conf(rules: DatasetRules, user_conf: Optional[Mapping[str, str]] = None
+              ) -> dict[str, str]:
+    """A flow's Spark conf: the user's, plus no retries when the rules can fail the flow.
 
     A value the user set explicitly wins.
     """
-    conf = dict(NO_RETRY_CONF) if logic.has_fail_rules() else {}
+    conf = dict(NO_RETRY_CONF) if rules.can_fail else {}
     conf.update(user_conf or {})
     return conf
 
 
-def rule_checks(logic: RuleLogic, companions: CompanionPlan, flow: str) -> list[RuleCheck]:
+def rule_checks(rules: DatasetRules, companions: CompanionPlan, flow: str) -> list[RuleCheck]:
     """The check views of one flow of a dataset with expectations: the query alone, then
     one per rule, for the Python API and the SQL front end alike.
 
     SDP analyses every flow in ``dry-run`` and ``run`` but executes no view that nothing
-    reads: a constraint Spark cannot resolve fails exactly its own view's flow, whose
-    name the definitions file maps to the dataset, the expectation and its ``file:line``
-    (SDPX-DEF-111 in ``sdp-expect run``). The view of the query alone tells a broken
-    query (every view fails) from a broken constraint. The definition of the query's
-    view lists the flows a broken constraint also fails (the dataset's, its companions').
+    reads: a constraint Spark cannot resolve fails exactly its own view's flow, which
+    the emitters record in the definitions file with the dataset, the expectation and
+    its ``file:line`` (SDPX-DEF-111 in ``sdp-expect run``). The view of the query alone
+    tells a broken query (every view fails) from a broken constraint; it lists the flows
+    a broken constraint also fails (the dataset's, its companions').
     """
-    dataset = logic.rules.dataset
-    derived = [flow, *companions.names(), quarantine_flow_name(flow), batch_log_flow_name(flow),
-               batch_input_view_name(flow)]
+    dataset = rules.dataset
+    derived = (flow, *companions.names(), quarantine_flow_name(flow), batch_log_flow_name(flow),
+               batch_input_view_name(flow))
     base = check_view_name(flow, 0)
-    checks = [RuleCheck(base, None, {"kind": "query", "view": base, "dataset": dataset,
-                                     "flow": flow, "derived": derived}, logic)]
-    for number, expectation in enumerate(logic.rules.expectations, start=1):
-        view = check_view_name(flow, number)
-        checks.append(RuleCheck(view, expectation, {
-            "kind": "check", "view": view, "dataset": dataset, "flow": flow,
-            "expectation": expectation.name, "constraint": expectation.constraint,
-            "action": expectation.action.value,
-            "location": None if expectation.place is None else str(expectation.place),
-            "place": None if expectation.place is None else expectation.place.as_dict(),
-            "query_view": base}, logic))
+    checks = [RuleCheck(base, None, dataset, flow, derived=derived)]
+    for number, expectation in enumerate(rules.expectations, start=1):
+        checks.append(RuleCheck(check_view_name(flow, number), expectation, dataset, flow,
+                                query_view=base))
     return checks
 
 
-def _table_companions(logic: RuleLogic, companions: CompanionPlan,
+def _table_companions(rules: DatasetRules, companions: CompanionPlan,
                       table_format: Optional[str]) -> list[DatasetSpec]:
     """The companion datasets of a streaming table, which each of its flows appends to.
 
@@ -559,7 +511,7 @@ def _table_companions(logic: RuleLogic, companions: CompanionPlan,
     append to them exactly as to the table, so they need the same support for
     concurrent appends. The metrics view counts the batch log.
     """
-    dataset = logic.rules.dataset
+    dataset = rules.dataset
     out = []
     if companions.quarantine:
         out.append(DatasetSpec(companions.quarantine, DatasetKind.STREAMING_TABLE,
@@ -572,11 +524,11 @@ def _table_companions(logic: RuleLogic, companions: CompanionPlan,
             companions.metrics, DatasetKind.MATERIALIZED_VIEW, Role.METRICS,
             metrics_comment(dataset, streaming=True),
             query=FlowSpec(companions.metrics, companions.metrics, Step.METRICS_FROM_BATCH_LOG,
-                           reads=companions.batch_log, logic=logic)))
+                           reads=companions.batch_log)))
     return out
 
 
-def _companion_flows(logic: RuleLogic, companions: CompanionPlan, flow: str,
+def _companion_flows(rules: DatasetRules, companions: CompanionPlan, flow: str,
                      per_micro_batch: bool) -> tuple[list[DatasetSpec], list[FlowSpec]]:
     """The quarantine and batch-log flows of one flow ``flow`` into a streaming table, and
     the temporary view of the batch log's per-record inputs, which its flow reads.
@@ -587,12 +539,12 @@ def _companion_flows(logic: RuleLogic, companions: CompanionPlan, flow: str,
     analyse its input while planning it, docs/early-binding.md): so both front ends
     read the flow's query through the view and count it in SQL.
     """
-    conf = flow_conf(logic)
+    conf = flow_conf(rules)
     views: list[DatasetSpec] = []
     out = []
     if companions.quarantine:
         out.append(FlowSpec(quarantine_flow_name(flow), companions.quarantine, Step.QUARANTINE,
-                            spark_conf=conf, logic=logic))
+                            spark_conf=conf))
     if companions.batch_log:
         # The view's settings are its reader's: SDP merges a view's settings into the
         # flows that read it and refuses two values of one key (DUPLICATE_FLOW_SQL_CONF).
@@ -601,14 +553,21 @@ def _companion_flows(logic: RuleLogic, companions: CompanionPlan, flow: str,
         step = Step.BATCH_LOG if per_micro_batch else Step.BATCH_LOG_BY_RECORD
         views.append(DatasetSpec(view, DatasetKind.TEMPORARY_VIEW, Role.BATCH_LOG,
                                  query=FlowSpec(view, view, Step.BATCH_INPUT,
-                                                spark_conf=log_conf, logic=logic)))
+                                                spark_conf=log_conf)))
         out.append(FlowSpec(batch_log_flow_name(flow), companions.batch_log, step,
-                            reads=view, spark_conf=log_conf, logic=logic))
+                            reads=view, spark_conf=log_conf))
     return views, out
 
 
+def _check_rules(rules: DatasetRules, kind: DatasetKind, location: Optional[Location]) -> None:
+    """The checks of a dataset's rules against its kind (SDPX-DEF-113, -114, -117)."""
+    _check_tolerances(rules, kind, location)
+    _check_dataset_checks(rules, kind, location)
+    _check_whole_checks(rules, kind, location)
+
+
 def plan_dataset(rules: DatasetRules, kind: DatasetKind, options: PipelineOptions, *,
-                 state: PlanState, where: Where = Where(),
+                 state: PlanState, location: Optional[Location] = None,
                  spark_conf: Optional[Mapping[str, str]] = None,
                  format: Optional[str] = None) -> Plan:
     """A dataset with a query and expectations: the dataset, its companions, its check views.
@@ -619,7 +578,7 @@ def plan_dataset(rules: DatasetRules, kind: DatasetKind, options: PipelineOption
     :param kind: The dataset's kind.
     :param options: The pipeline-wide settings in effect.
     :param state: The graph's planner state.
-    :param where: Where the dataset is defined.
+    :param location: Where the dataset is defined.
     :param spark_conf: The user's Spark conf of the dataset's flow.
     :param format: The dataset's table format.
     :raises SdpExpectError: SDPX-DEF-106 for quarantine on a temporary view; SDPX-DEF-113
@@ -627,21 +586,18 @@ def plan_dataset(rules: DatasetRules, kind: DatasetKind, options: PipelineOption
         on the dataset as a whole where it cannot be judged.
     """
     name = rules.dataset
-    _check_tolerances(rules, kind, where)
-    _check_dataset_checks(rules, kind, where)
-    _check_whole_checks(rules, kind, where)
-    companions = plan_companions(rules, options, kind, where)
-    logic = RuleLogic(rules, options)
+    _check_rules(rules, kind, location)
+    companions = plan_companions(rules, options, kind, location)
     datasets = [DatasetSpec(name, kind, Role.TARGET, format=format, query=FlowSpec(
-        name, name, Step.TARGET, spark_conf=flow_conf(logic, spark_conf), logic=logic))]
+        name, name, Step.TARGET, spark_conf=flow_conf(rules, spark_conf)))]
     flows: list[FlowSpec] = []
     if kind is DatasetKind.MATERIALIZED_VIEW:
-        conf = flow_conf(logic)
+        conf = flow_conf(rules)
         if companions.quarantine:
             datasets.append(DatasetSpec(
                 companions.quarantine, kind, Role.QUARANTINE, quarantine_comment(name),
                 query=FlowSpec(companions.quarantine, companions.quarantine, Step.QUARANTINE,
-                               spark_conf=conf, logic=logic)))
+                               spark_conf=conf)))
         if (companions.metrics and companions.quarantine and options.metrics_from_output
                 and not _key_rules_on_kept(rules)):
             # Counted from what the view and its quarantine wrote, not from a third pass
@@ -652,23 +608,23 @@ def plan_dataset(rules: DatasetRules, kind: DatasetKind, options: PipelineOption
                 companions.metrics, kind, Role.METRICS, metrics_comment(name, streaming=False),
                 query=FlowSpec(companions.metrics, companions.metrics,
                                Step.METRICS_FROM_COMPANIONS, reads=name,
-                               also_reads=companions.quarantine, logic=logic)))
+                               also_reads=companions.quarantine)))
         elif companions.metrics:
             datasets.append(DatasetSpec(
                 companions.metrics, kind, Role.METRICS, metrics_comment(name, streaming=False),
                 query=FlowSpec(companions.metrics, companions.metrics, Step.METRICS_FROM_QUERY,
-                               spark_conf=conf, logic=logic)))
+                               spark_conf=conf)))
     elif kind is DatasetKind.STREAMING_TABLE:
-        datasets.extend(_table_companions(logic, companions, format))
-        views, companion_flows = _companion_flows(logic, companions, name,
+        datasets.extend(_table_companions(rules, companions, format))
+        views, companion_flows = _companion_flows(rules, companions, name,
                                                    state.batch_per_micro_batch)
         datasets.extend(views)
         flows.extend(companion_flows)
-        state.table_rules[name] = TablePlan(rules, companions, logic)
+        state.table_rules[name] = TablePlan(rules, companions, options)
         state.streaming_tables[name] = format
-    _note_flow(state, name, name, where)
+    _note_flow(state, name, name, location)
     return Plan(rules, kind, companions, tuple(datasets), tuple(flows),
-                tuple(rule_checks(logic, companions, name)), logic)
+                tuple(rule_checks(rules, companions, name)), options)
 
 
 def _key_rules_on_kept(rules: DatasetRules) -> bool:
@@ -685,102 +641,201 @@ def _key_rules_on_kept(rules: DatasetRules) -> bool:
 
 
 def plan_unchecked_dataset(name: str, kind: DatasetKind, *, state: PlanState,
-                           where: Where = Where(), format: Optional[str] = None) -> None:
-    """A dataset with a query and without expectations: nothing to plan, but its flow
-    writes ``name`` (a table declared with expectations afterwards is SDPX-DEF-105;
-    a second flow into a streaming table in a file format is SDPX-DEF-112).
+                           location: Optional[Location] = None,
+                           spark_conf: Optional[Mapping[str, str]] = None,
+                           format: Optional[str] = None) -> Plan:
+    """A dataset with a query and without expectations: the dataset alone, its query as
+    written; its flow writes ``name`` (a table declared with expectations afterwards is
+    SDPX-DEF-105; a second flow into a streaming table in a file format is SDPX-DEF-112).
 
     :param name: The dataset.
     :param kind: Its kind.
     :param state: The graph's planner state.
-    :param where: Where the dataset is defined.
+    :param location: Where the dataset is defined.
+    :param spark_conf: The user's Spark conf of its flow.
     :param format: Its table format.
     """
     if kind is DatasetKind.STREAMING_TABLE:
         state.streaming_tables[name] = format
-    _note_flow(state, name, name, where)
+    _note_flow(state, name, name, location)
+    query = FlowSpec(name, name, Step.QUERY, spark_conf=dict(spark_conf or {}))
+    return Plan(DatasetRules(name), kind, CompanionPlan(),
+                (DatasetSpec(name, kind, Role.TARGET, format=format, query=query),),
+                options=state.options)
 
 
 def plan_declared_table(rules: DatasetRules, options: PipelineOptions, *, state: PlanState,
-                        where: Where = Where(), format: Optional[str] = None,
-                        ) -> Optional[Plan]:
+                        location: Optional[Location] = None, format: Optional[str] = None,
+                        ) -> Plan:
     """A streaming table without a query, which flows append to, with its companions.
 
     :param rules: The table's expectations and settings.
     :param options: The pipeline-wide settings in effect.
     :param state: The graph's planner state.
-    :param where: Where the table is declared.
+    :param location: Where the table is declared.
     :param format: The table's format.
-    :returns: None when the table carries no expectations and no quarantine.
+    :returns: The table alone when it carries no expectations and no quarantine.
     :raises SdpExpectError: SDPX-DEF-105 when a flow already writes into the table;
         SDPX-DEF-112 when two did and the format is a file format.
     """
     name = rules.dataset
-    state.streaming_tables[name] = format
-    _check_file_table(state, name, where)
-    if rules.empty and rules.quarantine is None:
-        return None
-    if name in state.flows_into:
-        raise _error("SDPX-DEF-105", name, where)
     kind = DatasetKind.STREAMING_TABLE
-    _check_tolerances(rules, kind, where)
-    _check_dataset_checks(rules, kind, where)
-    _check_whole_checks(rules, kind, where)
-    companions = plan_companions(rules, options, kind, where)
-    logic = RuleLogic(rules, options)
-    datasets = [DatasetSpec(name, kind, Role.TARGET, format=format),
-                *_table_companions(logic, companions, format)]
-    state.table_rules[name] = TablePlan(rules, companions, logic)
-    return Plan(rules, kind, companions, tuple(datasets), logic=logic)
+    state.streaming_tables[name] = format
+    _check_file_table(state, name, location)
+    table = DatasetSpec(name, kind, Role.TARGET, format=format)
+    if rules.empty and rules.quarantine is None:
+        return Plan(rules, kind, CompanionPlan(), (table,), options=options)
+    if name in state.flows_into:
+        raise _error("SDPX-DEF-105", name, location)
+    _check_rules(rules, kind, location)
+    companions = plan_companions(rules, options, kind, location)
+    state.table_rules[name] = TablePlan(rules, companions, options)
+    return Plan(rules, kind, companions, (table, *_table_companions(rules, companions, format)),
+                options=options)
 
 
-def plan_append_flow(target: str, flow: str, *, state: PlanState, where: Where = Where(),
-                     spark_conf: Optional[Mapping[str, str]] = None) -> Optional[Plan]:
+def plan_append_flow(target: str, flow: str, *, state: PlanState,
+                     location: Optional[Location] = None,
+                     spark_conf: Optional[Mapping[str, str]] = None) -> Plan:
     """A flow into ``target``: with the table's rules and companion flows, when it has some.
 
     :param target: The dataset the flow writes.
     :param flow: The flow's name.
     :param state: The graph's planner state.
-    :param where: Where the flow is defined.
+    :param location: Where the flow is defined.
     :param spark_conf: The user's Spark conf of the flow.
-    :returns: None when ``target`` carries no expectations.
+    :returns: The flow alone, its query as written, when ``target`` carries no
+        expectations.
     :raises SdpExpectError: SDPX-DEF-112 for a second flow into a streaming table in a
         file format.
     """
-    _note_flow(state, target, flow, where)
+    _note_flow(state, target, flow, location)
     table = state.table_rules.get(target)
     if table is None:
-        return None
-    logic = table.logic
-    views, companion_flows = _companion_flows(logic, table.companions, flow,
+        return Plan(DatasetRules(target), DatasetKind.STREAMING_TABLE, CompanionPlan(),
+                    flows=(FlowSpec(flow, target, Step.QUERY,
+                                    spark_conf=dict(spark_conf or {})),),
+                    options=state.options)
+    views, companion_flows = _companion_flows(table.rules, table.companions, flow,
                                                state.batch_per_micro_batch)
-    flows = [FlowSpec(flow, target, Step.TARGET, spark_conf=flow_conf(logic, spark_conf),
-                      logic=logic), *companion_flows]
+    flows = [FlowSpec(flow, target, Step.TARGET, spark_conf=flow_conf(table.rules, spark_conf)),
+             *companion_flows]
     return Plan(table.rules, DatasetKind.STREAMING_TABLE, table.companions, tuple(views),
-                tuple(flows),
-                tuple(rule_checks(logic, table.companions, flow)), logic)
+                tuple(flows), tuple(rule_checks(table.rules, table.companions, flow)),
+                table.options)
 
 
-def auto_cdc_target_error(dataset: str, where: Where) -> SdpExpectError:
+def auto_cdc_target_error(dataset: str, location: Optional[Location]) -> SdpExpectError:
     """SDPX-DEF-108: expectations on the target of an Auto CDC flow.
 
     :param dataset: The target.
-    :param where: Where the flow (or the target with its rules) is defined.
+    :param location: Where the flow (or the target with its rules) is defined.
     """
-    return _error("SDPX-DEF-108", dataset, where)
+    return _error("SDPX-DEF-108", dataset, location)
 
 
 def plan_auto_cdc_flow(target: str, flow: Optional[str] = None, *, state: PlanState,
-                       where: Where = Where()) -> None:
-    """An Auto CDC flow into ``target``, which must carry no expectations.
+                       location: Optional[Location] = None) -> None:
+    """An Auto CDC flow into ``target``, which must carry no expectations. It is passed
+    on to SDP as written: nothing to plan, but its flow writes ``target``.
 
     :param target: The dataset the flow writes.
     :param flow: The flow's name (None: the target's, as Spark names it).
     :param state: The graph's planner state.
-    :param where: Where the flow is defined.
+    :param location: Where the flow is defined.
     :raises SdpExpectError: SDPX-DEF-108 when ``target`` carries expectations;
         SDPX-DEF-112 for a second flow into a streaming table in a file format.
     """
     if target in state.table_rules:
-        raise auto_cdc_target_error(target, where)
-    _note_flow(state, target, flow or target, where)
+        raise auto_cdc_target_error(target, location)
+    _note_flow(state, target, flow or target, location)
+
+
+# --------------------------------------------------------------------------- one entry
+
+
+@dataclass(frozen=True)
+class DatasetDefinition:
+    """A dataset with a query (a materialized view, a streaming table, a temporary view),
+    as a front end met it.
+
+    :param rules: The dataset's name, expectations and settings.
+    :param kind: Its kind.
+    :param checked: False when the definition carries no expectation settings at all
+        (its query is then written as it is).
+    :param location: Where it is defined.
+    :param spark_conf: The user's Spark conf of its flow.
+    :param format: Its table format.
+    :param options: The pipeline-wide settings in effect there (None: the graph's).
+    """
+
+    rules: DatasetRules
+    kind: DatasetKind
+    checked: bool = True
+    location: Optional[Location] = None
+    spark_conf: Optional[Mapping[str, str]] = None
+    format: Optional[str] = None
+    options: Optional[PipelineOptions] = None
+
+
+@dataclass(frozen=True)
+class TableDefinition:
+    """A streaming table declared without a query, which flows write.
+
+    :param rules: The table's name, expectations and settings.
+    :param location: Where it is declared.
+    :param format: Its table format.
+    :param options: The pipeline-wide settings in effect there (None: the graph's).
+    """
+
+    rules: DatasetRules
+    location: Optional[Location] = None
+    format: Optional[str] = None
+    options: Optional[PipelineOptions] = None
+
+
+@dataclass(frozen=True)
+class FlowDefinition:
+    """A flow that appends its query's records to ``target``.
+
+    :param target: The dataset it writes.
+    :param name: The flow's name.
+    :param location: Where it is defined.
+    :param spark_conf: The user's Spark conf of the flow.
+    """
+
+    target: str
+    name: str
+    location: Optional[Location] = None
+    spark_conf: Optional[Mapping[str, str]] = None
+
+
+Definition = Union[DatasetDefinition, TableDefinition, FlowDefinition]
+"""What a front end hands :func:`plan`: one dataset or flow."""
+
+
+def plan(definition: Definition, state: PlanState) -> Plan:
+    """What one dataset or flow of the graph becomes, with or without expectations: the
+    one entry of every front end.
+
+    :param definition: The dataset or flow.
+    :param state: The graph's planner state.
+    :raises SdpExpectError: The graph's definition-time checks (SDPX-DEF-105, -106, -112,
+        -113, -114, -117), at the definition's location.
+    """
+    if isinstance(definition, FlowDefinition):
+        return plan_append_flow(definition.target, definition.name, state=state,
+                                location=definition.location,
+                                spark_conf=definition.spark_conf)
+    options = definition.options or state.options
+    if isinstance(definition, TableDefinition):
+        return plan_declared_table(definition.rules, options, state=state,
+                                   location=definition.location, format=definition.format)
+    if not definition.checked:
+        return plan_unchecked_dataset(definition.rules.dataset, definition.kind, state=state,
+                                      location=definition.location,
+                                      spark_conf=definition.spark_conf,
+                                      format=definition.format)
+    return plan_dataset(definition.rules, definition.kind, options, state=state,
+                        location=definition.location, spark_conf=definition.spark_conf,
+                        format=definition.format)

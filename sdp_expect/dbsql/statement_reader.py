@@ -21,7 +21,7 @@ from sdp_expect.base.databricks_functions import DATABRICKS_ONLY_TABLE_FUNCTIONS
 from sdp_expect.base.errors import SdpExpectError
 from sdp_expect.base.sqltokens import Token, TokenKind, is_keyword
 from sdp_expect.core.model import DatasetRules
-from sdp_expect.core.planner import Where, auto_cdc_target_error
+from sdp_expect.core.planner import auto_cdc_target_error
 from sdp_expect.dbsql.cursor import (
     Cursor,
     cut,
@@ -32,6 +32,7 @@ from sdp_expect.dbsql.cursor import (
 )
 from sdp_expect.dbsql.dataset_clauses import read_clause, read_constraint
 from sdp_expect.dbsql.findings import Findings
+from sdp_expect.dbsql.fixes import worded_for_sql
 from sdp_expect.dbsql.statements import (
     DatasetStatement,
     DatasetType,
@@ -269,8 +270,8 @@ class StatementReader:
             raise cursor.unsupported(token, "AUTO CDC (on this Spark)", _AUTO_CDC_FIX,
                                      dataset=statement.name.dataset)
         if not statement.rules.empty:
-            raise auto_cdc_target_error(statement.name.dataset,
-                                        Where(statement.position.at_line(), sql=True))
+            raise worded_for_sql(auto_cdc_target_error(statement.name.dataset,
+                                                       statement.position.at_line()))
         passed = self._pass_through_without_refresh()
         passed.flow_target = statement.name.dataset
         return passed

@@ -46,15 +46,17 @@ def quote_identifier(part: str) -> str:
 
 
 @dataclass(frozen=True)
-class Position:
-    """Where something starts in a SQL file.
+class Position(Location):
+    """Where something starts in a SQL file: a :class:`~sdp_expect.base.errors.Location`
+    that always has a line and a column, shown ``file:line`` (the statement's line, as
+    the translation's comments name it); an error takes :meth:`at_line` or
+    :meth:`at_column`.
 
     :param file: The file, as shown to the user.
     :param line: 1-based line.
     :param column: 1-based column.
     """
 
-    file: str
     line: int
     column: int = 1
 

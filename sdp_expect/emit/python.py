@@ -20,7 +20,6 @@ from pyspark.pipelines.graph_element_registry import get_active_graph_element_re
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from sdp_expect.base.definitions import record_definition
 from sdp_expect.core.compiler import (
     GUARD_RECORDS,
     GUARD_ROW,
@@ -30,6 +29,7 @@ from sdp_expect.core.compiler import (
 )
 from sdp_expect.core.model import DatasetKind, Expectation, Reference, UniqueKey
 from sdp_expect.core.planner import DatasetSpec, FlowSpec, Plan, Role, RuleCheck, Step
+from sdp_expect.emit.check_views import record_check
 
 __all__ = [
     "DATASET_DECORATORS",
@@ -165,27 +165,38 @@ def rule_check(logic: RuleLogic, query: DataFrame, expectation: Expectation) -> 
     return query.selectExpr(logic.rule_check_column(expectation))
 
 
+def _as_written(logic: RuleLogic, query: DataFrame) -> DataFrame:
+    """A dataset or flow without expectations: its query."""
+    return query
+
+
 _STEPS: Dict[Step, Callable[[RuleLogic, DataFrame], DataFrame]] = {
+    Step.QUERY: _as_written,
     Step.TARGET: target,
     Step.QUARANTINE: quarantine,
     Step.BATCH_INPUT: batch_input,
     Step.METRICS_FROM_QUERY: metrics_from_query,
     Step.METRICS_FROM_BATCH_LOG: metrics_from_batch_log,
 }
+"""Each step that a flow computes from one DataFrame (what it reads), as DataFrames."""
+
+_BATCH_LOG_STEPS: Dict[Step, Callable[[RuleLogic, str], str]] = {
+    Step.BATCH_LOG: RuleLogic.batch_log_select,
+    Step.BATCH_LOG_BY_RECORD: RuleLogic.batch_log_record_select,
+}
+"""The steps of a batch log's flow, registered as SQL text (:func:`_sql_flow`)."""
 
 
-def apply(flow: FlowSpec, source: DataFrame) -> DataFrame:
-    """The flow's records: its piece of rule logic applied to what it reads."""
-    assert flow.logic is not None
-    return _STEPS[flow.step](flow.logic, source)
+def apply(logic: RuleLogic, flow: FlowSpec, source: DataFrame) -> DataFrame:
+    """The flow's records: its step applied to what it reads."""
+    return _STEPS[flow.step](logic, source)
 
 
-def checked(check: RuleCheck, query: DataFrame) -> DataFrame:
+def checked(logic: RuleLogic, check: RuleCheck, query: DataFrame) -> DataFrame:
     """A check view's query: the flow's query alone, or one rule's constraint over it."""
     if check.expectation is None:
         return query
-    assert check.logic is not None
-    return rule_check(check.logic, query, check.expectation)
+    return rule_check(logic, query, check.expectation)
 
 
 # --------------------------------------------------------------------------- registration
@@ -202,20 +213,22 @@ def returning(df: DataFrame, like: Callable[..., Any]) -> QueryFunction:
     return query
 
 
-def _flow_query(flow: FlowSpec, query: DataFrame, like: Callable[..., Any]) -> QueryFunction:
+def _flow_query(logic: RuleLogic, flow: FlowSpec, query: Optional[DataFrame],
+                like: Callable[..., Any]) -> QueryFunction:
     """The query function of ``flow``: over the user's query, or reading its dataset
     when the query function runs (as the user's own query functions read)."""
     if flow.reads is None:
-        return returning(apply(flow, query), like)
+        assert query is not None
+        return returning(apply(logic, flow, query), like)
     spark = SparkSession.active()
     name, also = flow.reads, flow.also_reads
 
     def read_query() -> DataFrame:
         if also is not None:
-            assert flow.logic is not None and flow.step is Step.METRICS_FROM_COMPANIONS
-            return metrics_from_companions(flow.logic, spark.read.table(name),
+            assert flow.step is Step.METRICS_FROM_COMPANIONS
+            return metrics_from_companions(logic, spark.read.table(name),
                                            spark.read.table(also))
-        return apply(flow, spark.read.table(name))
+        return apply(logic, flow, spark.read.table(name))
 
     return read_query
 
@@ -228,22 +241,23 @@ def _sql_name(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _sql_flow(flow: FlowSpec) -> None:
+def _sql_flow(logic: RuleLogic, flow: FlowSpec) -> None:
     """Register ``flow`` (a batch log's, which reads its input view as a stream) as SQL:
     its Spark settings ``SET`` first, in a text of its own (a ``SET`` reaches the end of
     its own text only), then ``CREATE FLOW ... AS INSERT INTO ... BY NAME``."""
     assert flow.reads is not None
     settings = [f"SET {key} = {value};\n" for key, value in flow.spark_conf.items()]
+    select = _BATCH_LOG_STEPS[flow.step](logic, f"STREAM({_sql_name(flow.reads)})")
     text = "".join([*settings,
                     f"CREATE FLOW {_sql_name(flow.name)}\n"
                     f"AS INSERT INTO {_sql_name(flow.target)} BY NAME\n"
-                    f"{flow.select(f'STREAM({_sql_name(flow.reads)})')};\n"])
+                    f"{select};\n"])
     get_active_graph_element_registry().register_sql(
         text, Path(f"{flow.name} (sdp-expect batch log)"))
 
 
-def _dataset(spec: DatasetSpec, query: DataFrame, func: Callable[..., Any],
-             options: Dict[str, Any]) -> None:
+def _dataset(logic: RuleLogic, spec: DatasetSpec, query: Optional[DataFrame],
+             func: Callable[..., Any], options: Dict[str, Any]) -> None:
     """Register one dataset of a plan, with the user's ``options`` of the dataset itself;
     the user's query function ``func`` lends it its name and docstring."""
     flow = spec.query
@@ -253,7 +267,7 @@ def _dataset(spec: DatasetSpec, query: DataFrame, func: Callable[..., Any],
         else:
             DATASET_DECORATORS[spec.kind](**dict(options, name=spec.name,
                                               spark_conf=dict(flow.spark_conf)))(
-                _flow_query(flow, query, func))
+                _flow_query(logic, flow, query, func))
         return
     if flow is None:
         formatted: Dict[str, Any] = {} if spec.format is None else {"format": spec.format}
@@ -261,7 +275,7 @@ def _dataset(spec: DatasetSpec, query: DataFrame, func: Callable[..., Any],
         return
     DATASET_DECORATORS[spec.kind](name=spec.name, comment=spec.comment,
                                spark_conf=dict(flow.spark_conf))(
-        _flow_query(flow, query, _STEPS.get(flow.step, metrics_from_companions)))
+        _flow_query(logic, flow, query, _STEPS.get(flow.step, metrics_from_companions)))
 
 
 def emit(plan: Plan, query: Optional[DataFrame], func: Callable[..., Any],
@@ -272,20 +286,23 @@ def emit(plan: Plan, query: Optional[DataFrame], func: Callable[..., Any],
     :param query: The user's query (None for a table declared without one).
     :param func: The user's query function.
     :param options: The user's options of the dataset itself (``comment``,
-        ``table_properties``, ...), or of the flow (``spark_conf`` only).
+        ``table_properties``, ...); a flow's and the dataset's own Spark conf are
+        the plan's.
     """
+    logic = RuleLogic(plan.rules, plan.options)
     options = dict(options or {})
     options.pop("spark_conf", None)
     for spec in plan.datasets:
-        _dataset(spec, query, func, options)  # type: ignore[arg-type]
+        _dataset(logic, spec, query, func, options)
     for flow in plan.flows:
-        assert query is not None
-        if flow.step in (Step.BATCH_LOG, Step.BATCH_LOG_BY_RECORD):
-            _sql_flow(flow)
+        if flow.step in _BATCH_LOG_STEPS:
+            _sql_flow(logic, flow)
             continue
         _sdp.append_flow(target=flow.target, name=flow.name, spark_conf=dict(flow.spark_conf))(
-            _flow_query(flow, query, func if flow.step is Step.TARGET else _STEPS[flow.step]))
+            _flow_query(logic, flow, query,
+                        func if flow.step in (Step.QUERY, Step.TARGET) else _STEPS[flow.step]))
     for check in plan.checks:
         assert query is not None
-        _sdp.temporary_view(name=check.view)(returning(checked(check, query), rule_check))
-        record_definition(check.definition)
+        _sdp.temporary_view(name=check.view)(returning(checked(logic, check, query),
+                                                       rule_check))
+        record_check(check)

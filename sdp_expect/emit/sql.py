@@ -32,9 +32,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Mapping, Optional
+from typing import Callable, Mapping, Optional
 
-from sdp_expect.base.definitions import record_definition
 from sdp_expect.base.errors import Location, SdpExpectError
 from sdp_expect.base.options import (
     KEY_METRICS,
@@ -44,23 +43,26 @@ from sdp_expect.base.options import (
     read_options,
 )
 from sdp_expect.base.sqltokens import sql_string
+from sdp_expect.core.compiler import RuleLogic
 from sdp_expect.core.model import DatasetKind
 from sdp_expect.core.planner import (
     RETRY_KEY,
     SHUFFLE_PARTITIONS_KEY,
+    DatasetDefinition,
     DatasetSpec,
+    Definition,
+    FlowDefinition,
     FlowSpec,
     Plan,
     PlanState,
     Role,
+    RuleCheck,
     Step,
-    Where,
-    plan_append_flow,
+    TableDefinition,
+    plan,
     plan_auto_cdc_flow,
-    plan_dataset,
-    plan_declared_table,
-    plan_unchecked_dataset,
 )
+from sdp_expect.dbsql.fixes import worded_for_sql
 from sdp_expect.dbsql.statements import (
     DatasetStatement,
     FlowStatement,
@@ -74,9 +76,10 @@ from sdp_expect.dbsql.statements import (
     UseStatement,
     summarize,
 )
+from sdp_expect.emit.check_views import record_check
 
 __all__ = ["DEFAULT_FLOW_SETTINGS", "DEFAULT_RETRY_ATTEMPTS", "RETRY_KEY", "RenderedStatement",
-           "Translation", "Translator", "options_conf"]
+           "Translation", "Translator", "check_select", "flow_select", "options_conf"]
 
 DEFAULT_RETRY_ATTEMPTS = "2"
 """Its default in open-source SDP."""
@@ -104,6 +107,51 @@ def options_conf(options: PipelineOptions) -> dict[str, str]:
         KEY_QUARANTINE: "true" if options.quarantine else "false",
         KEY_METRICS: "true" if options.metrics else "false",
     }
+
+
+# --------------------------------------------------------------------------------- steps
+
+_SELECTS: dict[Step, Callable[[RuleLogic, str], str]] = {
+    Step.TARGET: RuleLogic.target_select,
+    Step.QUARANTINE: RuleLogic.quarantine_select,
+    Step.BATCH_INPUT: RuleLogic.batch_input_select,
+    Step.BATCH_LOG: RuleLogic.batch_log_select,
+    Step.BATCH_LOG_BY_RECORD: RuleLogic.batch_log_record_select,
+    Step.METRICS_FROM_QUERY: RuleLogic.metrics_select_from_query,
+    Step.METRICS_FROM_BATCH_LOG: RuleLogic.metrics_select_from_batch_log,
+}
+"""Each step that a flow computes from one relation (what it reads), as a ``SELECT``."""
+
+
+def flow_select(plan: Plan, flow: FlowSpec, source: str, also: Optional[str] = None) -> str:
+    """The ``SELECT`` of a flow of ``plan`` (one that applies rules: not
+    :attr:`~sdp_expect.core.planner.Step.QUERY`, which is the query as written) from the
+    relation ``source`` (what it reads; ``also``: the relation of its ``also_reads``),
+    as the compiler writes it.
+
+    :param plan: The plan the flow is of (its rules and options).
+    :param flow: The flow.
+    :param source: The relation it reads.
+    :param also: The relation of the second dataset it reads, when it reads one.
+    """
+    return _select(RuleLogic(plan.rules, plan.options), flow, source, also)
+
+
+def check_select(plan: Plan, check: RuleCheck, source: str) -> str:
+    """The ``SELECT`` of a check view of ``plan`` from ``source``, the flow's query.
+
+    :param plan: The plan the view is of.
+    :param check: The view.
+    :param source: The flow's query as a relation.
+    """
+    return RuleLogic(plan.rules, plan.options).rule_check_select(source, check.expectation)
+
+
+def _select(logic: RuleLogic, flow: FlowSpec, source: str, also: Optional[str] = None) -> str:
+    if flow.step is Step.METRICS_FROM_COMPANIONS:
+        assert also is not None
+        return logic.metrics_select_from_companions(source, also)
+    return _SELECTS[flow.step](logic, source)
 
 
 # --------------------------------------------------------------------------------- result
@@ -379,7 +427,11 @@ class Translator:
         expectations on it are refused (SDPX-DEF-108)."""
         target = statement.flow_target
         if target is not None:
-            plan_auto_cdc_flow(target, state=self.state, where=_where(statement.position))
+            try:
+                plan_auto_cdc_flow(target, state=self.state,
+                                   location=statement.position.at_line())
+            except SdpExpectError as error:
+                raise worded_for_sql(error) from None
         out.statement(statement.text, statement.position)
 
     # -- datasets -------------------------------------------------------------------------
@@ -395,49 +447,39 @@ class Translator:
             word = "PRIVATE" if "PRIVATE" in statement.written_as.upper().split() else "TEMPORARY"
             out.comment(f"{word} removed: open-source SDP has no private datasets, so "
                         f"{name.text} is published in the catalog like the others.")
+        where = statement.position.at_line()
         if statement.query is None:
-            self._declared_table(statement, scope, out)
+            self._write_plan(self._plan(TableDefinition(
+                rules, where, statement.using, scope.options)), name, name, None,
+                _head(statement), statement.position, scope, out)
             return
-        if not statement.checked:
-            out.statement(f"{_head(statement)}\nAS {statement.query.text}", statement.position,
-                          statement.query)
-            plan_unchecked_dataset(name.dataset, kind, state=self.state,
-                                   where=_where(statement.position), format=statement.using)
-            return
-        plan = plan_dataset(rules, kind, scope.options, state=self.state,
-                            where=_where(statement.position), format=statement.using)
-        self._write_plan(plan, statement.name, statement.name, statement.query,
+        definition = DatasetDefinition(rules, kind, statement.checked, where,
+                                       format=statement.using, options=scope.options)
+        self._write_plan(self._plan(definition), name, name, statement.query,
                          f"{_head(statement)}\nAS ", statement.position, scope, out)
-
-    def _declared_table(self, statement: DatasetStatement, scope: _FileScope,
-                        out: _Writer) -> None:
-        """A streaming table without a query, which flows write: ``create_streaming_table``."""
-        plan = plan_declared_table(statement.rules, scope.options, state=self.state,
-                                   where=_where(statement.position), format=statement.using)
-        if plan is None:
-            out.statement(_head(statement), statement.position)
-            return
-        self._write_plan(plan, statement.name, statement.name, None, _head(statement),
-                         statement.position, scope, out)
 
     # -- flows ----------------------------------------------------------------------------
     def _flow(self, statement: FlowStatement, scope: _FileScope, out: _Writer) -> None:
         """A flow; into a table with expectations, with its companion flows (``append_flow``)."""
         target = statement.target
-        plan = plan_append_flow(target.dataset, statement.name.dataset, state=self.state,
-                                where=_where(statement.position))
+        plan = self._plan(FlowDefinition(target.dataset, statement.name.dataset,
+                                         statement.position.at_line()))
         comment = f" COMMENT {statement.comment}" if statement.comment else ""
         head = f"CREATE FLOW {statement.name.text}{comment} AS INSERT INTO {target.text} BY NAME"
-        query = statement.query
         out.comment(f"{statement.position}: CREATE FLOW {statement.name.text} into {target.text}"
-                    + (" (the table's expectations apply)" if plan is not None else ""))
-        if plan is None:
-            out.statement(f"{head}\n{query.text}", statement.position, query)
-        else:
-            self._write_plan(plan, statement.name, target, query, f"{head}\n",
-                             statement.position, scope, out)
+                    + (" (the table's expectations apply)"
+                       if plan.flows[0].step is Step.TARGET else ""))
+        self._write_plan(plan, statement.name, target, statement.query, f"{head}\n",
+                         statement.position, scope, out)
 
     # -- a plan, with no retries for fail rules --------------------------------------------
+    def _plan(self, definition: Definition) -> Plan:
+        """The plan of one dataset or flow; the planner's errors worded for SQL."""
+        try:
+            return plan(definition, self.state)
+        except SdpExpectError as error:
+            raise worded_for_sql(error) from None
+
     def _write_plan(self, plan: Plan, flow: Name, table: Name, query: Optional[SqlText],
                     head: str, origin: Position, scope: _FileScope, out: _Writer) -> None:
         """Write a plan: its datasets and flows, then its check views.
@@ -453,7 +495,8 @@ class Translator:
         the flow into it) up to where its query goes. Every statement names ``origin``,
         the Databricks SQL statement, so that Spark's errors map back to it.
         """
-        source = _source(query) if query is not None else ""
+        logic = RuleLogic(plan.rules, plan.options)
+        sql = _PlanSql(logic, table, head, query)
         first: list[tuple[str, Optional[SqlText], Optional[Mapping[str, str]]]] = []
         after: list[str] = []
         # A companion view (a batch log's input) goes just before the flow that reads it,
@@ -461,9 +504,9 @@ class Translator:
         views = {spec.name: spec for spec in plan.datasets
                  if spec.kind is DatasetKind.TEMPORARY_VIEW and spec.role is not Role.TARGET}
         for spec in plan.datasets:
-            text = _dataset_sql(spec, table, head, source)
             if spec.name in views:
                 continue
+            text = sql.dataset(spec)
             if spec.query is not None and spec.query.reads is not None:
                 after.append(text)
             elif spec.query is not None:
@@ -473,10 +516,8 @@ class Translator:
         for flow_spec in plan.flows:
             view = views.get(flow_spec.reads or "")
             if view is not None and view.query is not None:
-                first.append((_dataset_sql(view, table, head, source), query,
-                              view.query.spark_conf))
-            first.append((_flow_sql(flow_spec, flow, table, head, source), query,
-                          flow_spec.spark_conf))
+                first.append((sql.dataset(view), query, view.query.spark_conf))
+            first.append((sql.flow(flow_spec, flow), query, flow_spec.spark_conf))
         current = dict(scope.in_effect)
         for text, repeated, conf in first:
             if conf is not None:
@@ -488,9 +529,9 @@ class Translator:
         if not self.check_views or query is None:
             return
         for check in plan.checks:
-            out.statement(f"CREATE TEMPORARY VIEW {check.view}\nAS {check.select(source)}",
-                          origin, query)
-            record_definition(check.definition)
+            select = logic.rule_check_select(sql.source, check.expectation)
+            out.statement(f"CREATE TEMPORARY VIEW {check.view}\nAS {select}", origin, query)
+            record_check(check)
 
     @staticmethod
     def _set_flow_settings(conf: Mapping[str, str], current: dict[str, str],
@@ -507,47 +548,67 @@ class Translator:
                 current[key] = wanted
 
 
-def _where(position: Position) -> Where:
-    """Where a statement is, for the planner's errors (worded for SQL)."""
-    return Where(position.at_line(), sql=True)
-
-
 _KEYWORDS = {DatasetKind.MATERIALIZED_VIEW: "MATERIALIZED VIEW",
              DatasetKind.STREAMING_TABLE: "STREAMING TABLE",
              DatasetKind.TEMPORARY_VIEW: "TEMPORARY VIEW"}
 
 
-def _dataset_sql(spec: DatasetSpec, table: Name, head: str, source: str) -> str:
-    """One dataset of the plan of ``table`` as a ``CREATE`` statement: the dataset itself
-    is ``head`` (its statement up to where its query goes) with its query over
-    ``source``, the user's query as a relation; a companion is written as a sibling of
-    ``table`` (:meth:`~sdp_expect.dbsql.statements.Name.sibling`)."""
-    flow = spec.query
-    if spec.role is Role.TARGET:
-        return head if flow is None else f"{head}{flow.select(source)}"
-    lines = [f"CREATE {_KEYWORDS[spec.kind]} {table.sibling(spec.name)}"]
-    if spec.format:
-        lines.append(f"USING {spec.format}")
-    if spec.comment is not None:
-        lines.append(f"COMMENT {sql_string(spec.comment)}")
-    text = "\n".join(lines)
-    if flow is None:
-        return text
-    read = source if flow.reads is None else table.sibling(flow.reads)
-    also = None if flow.also_reads is None else table.sibling(flow.also_reads)
-    return f"{text}\nAS {flow.select(read, also)}"
+@dataclass(frozen=True)
+class _PlanSql:
+    """The statements of one plan's datasets and flows.
 
+    :param logic: The plan's rules, compiled.
+    :param table: The dataset the plan is of (its companions are written as siblings:
+        :meth:`~sdp_expect.dbsql.statements.Name.sibling`).
+    :param head: The statement of the dataset itself (or of the flow into it) up to
+        where its query goes.
+    :param query: The user's query (None: a table declared without one).
+    """
 
-def _flow_sql(spec: FlowSpec, flow: Name, table: Name, head: str, source: str) -> str:
-    """One flow of the plan of ``table`` as a ``CREATE FLOW`` statement: the user's own
-    ``flow`` is ``head`` (its statement up to where its query goes) over ``source``, the
-    user's query as a relation; a companion flow is written as a sibling of ``flow``."""
-    if spec.step is Step.TARGET:
-        return f"{head}{spec.select(source)}"
-    read = source if spec.reads is None else f"STREAM({table.sibling(spec.reads)})"
-    return (f"CREATE FLOW {flow.sibling(spec.name)}\n"
-            f"AS INSERT INTO {table.sibling(spec.target)} BY NAME\n"
-            f"{spec.select(read)}")
+    logic: RuleLogic
+    table: Name
+    head: str
+    query: Optional[SqlText]
+
+    @property
+    def source(self) -> str:
+        """The user's query as a relation (a line break after it ends any ``--`` comment)."""
+        return "" if self.query is None else f"(\n{self.query.text}\n) AS {SOURCE_ALIAS}"
+
+    def _own(self, flow: FlowSpec) -> str:
+        """The ``SELECT`` of the dataset's (or the user's flow's) own query."""
+        if flow.step is Step.QUERY:
+            assert self.query is not None
+            return self.query.text
+        return _select(self.logic, flow, self.source)
+
+    def dataset(self, spec: DatasetSpec) -> str:
+        """One dataset of the plan as a ``CREATE`` statement."""
+        flow = spec.query
+        if spec.role is Role.TARGET:
+            return self.head if flow is None else f"{self.head}{self._own(flow)}"
+        lines = [f"CREATE {_KEYWORDS[spec.kind]} {self.table.sibling(spec.name)}"]
+        if spec.format:
+            lines.append(f"USING {spec.format}")
+        if spec.comment is not None:
+            lines.append(f"COMMENT {sql_string(spec.comment)}")
+        text = "\n".join(lines)
+        if flow is None:
+            return text
+        read = self.source if flow.reads is None else self.table.sibling(flow.reads)
+        also = None if flow.also_reads is None else self.table.sibling(flow.also_reads)
+        return f"{text}\nAS {_select(self.logic, flow, read, also)}"
+
+    def flow(self, spec: FlowSpec, flow: Name) -> str:
+        """One flow of the plan as a ``CREATE FLOW`` statement: the user's own ``flow`` is
+        the head with its query; a companion flow is written as a sibling of ``flow``."""
+        if spec.step in (Step.QUERY, Step.TARGET):
+            return f"{self.head}{self._own(spec)}"
+        read = (self.source if spec.reads is None
+                else f"STREAM({self.table.sibling(spec.reads)})")
+        return (f"CREATE FLOW {flow.sibling(spec.name)}\n"
+                f"AS INSERT INTO {self.table.sibling(spec.target)} BY NAME\n"
+                f"{_select(self.logic, spec, read)}")
 
 
 def _unquoted(value: str) -> str:
@@ -557,11 +618,6 @@ def _unquoted(value: str) -> str:
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
         return value[1:-1]
     return value
-
-
-def _source(query: SqlText) -> str:
-    """The user's query as a relation: a line break after it ends any ``--`` comment."""
-    return f"(\n{query.text}\n) AS {SOURCE_ALIAS}"
 
 
 def _head(statement: DatasetStatement) -> str:

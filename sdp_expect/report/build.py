@@ -77,7 +77,7 @@ def _short(name: str) -> str:
 
 def build_report(reading: TableReading, *, flows: Optional[Mapping[str, str]] = None,
                  violations: Sequence[Violation] = (), run_status: Optional[str] = None,
-                 history: Optional[Mapping[str, Any]] = None,
+                 last_summaries: Optional[Mapping[str, Any]] = None,
                  tolerance_failures: Sequence[ToleranceFailure] = (),
                  dataset_rule_failures: Sequence[DatasetRuleFailure] = (),
                  pipeline: Optional[str] = None) -> QualityReport:
@@ -88,7 +88,8 @@ def build_report(reading: TableReading, *, flows: Optional[Mapping[str, str]] = 
         ``None`` for ``report``: every dataset is shown as of its last successful update.
     :param violations: For ``run``: the expectation violations the run reported.
     :param run_status: The run's final state.
-    :param history: Kept summaries (:func:`~sdp_expect.report.reader.load_history`), used
+    :param last_summaries: What ``sdp-expect run`` kept of the last updates
+        (:func:`~sdp_expect.report.last_summaries.load_last_summaries`), used
         for a dataset whose metrics table is empty; for ``report``, its last run's
         violations, tolerance failures and dataset rule failures are shown.
     :param tolerance_failures: For ``run``: the flows it reported failed by rules over
@@ -102,10 +103,10 @@ def build_report(reading: TableReading, *, flows: Optional[Mapping[str, str]] = 
     states = {_short(flow): state for flow, state in (flows or {}).items()}
     if flows is None:
         # `report`: the violations of the last run, as `sdp-expect run` kept them.
-        violations = _kept_violations(history or {})
-        tolerance_failures = _kept(history or {}, "tolerance_failures",
+        violations = _kept_violations(last_summaries or {})
+        tolerance_failures = _kept(last_summaries or {}, "tolerance_failures",
                                    tolerance_failure_from_dict)
-        dataset_rule_failures = _kept(history or {}, "dataset_rule_failures",
+        dataset_rule_failures = _kept(last_summaries or {}, "dataset_rule_failures",
                                       dataset_rule_failure_from_dict)
     report = QualityReport(catalog=reading.catalog, database=reading.database,
                            run_status=run_status, violations=list(violations),
@@ -113,7 +114,7 @@ def build_report(reading: TableReading, *, flows: Optional[Mapping[str, str]] = 
                            dataset_rule_failures=list(dataset_rule_failures),
                            notes=list(reading.notes), trends=_trends(reading, pipeline))
     quarantines = {str(q["dataset"]): q for q in reading.quarantines}
-    kept = dict((history or {}).get("datasets", {}))
+    kept = dict((last_summaries or {}).get("datasets", {}))
     for entry in reading.metrics:
         summary = _dataset_from_table(entry)
         q = quarantines.get(summary.dataset)
@@ -128,7 +129,7 @@ def build_report(reading: TableReading, *, flows: Optional[Mapping[str, str]] = 
                 # `sdp-expect run` kept.
                 earlier = kept.get(summary.dataset)
                 if earlier:
-                    summary = _from_history(earlier, summary)
+                    summary = _from_last_summary(earlier, summary)
                 else:
                     summary.status = NO_SUCCESS
         summary.violations = [v for v in report.violations
@@ -154,9 +155,9 @@ def _trends(reading: TableReading, pipeline: Optional[str]) -> Optional[Trends]:
                   rules=tuple(rule_trends(rows, pipeline=pipeline)))
 
 
-def _kept_violations(history: Mapping[str, Any]) -> list[Violation]:
-    """The violations of the last run, from the history ``sdp-expect run`` wrote."""
-    last_run = history.get("last_run")
+def _kept_violations(last_summaries: Mapping[str, Any]) -> list[Violation]:
+    """The violations of the last run, from the last summaries ``sdp-expect run`` kept."""
+    last_run = last_summaries.get("last_run")
     entries = last_run.get("violations", []) if isinstance(last_run, dict) else []
     found: list[Violation] = []
     for entry in entries:
@@ -173,11 +174,11 @@ def _kept_violations(history: Mapping[str, Any]) -> list[Violation]:
 _Failure = TypeVar("_Failure")
 
 
-def _kept(history: Mapping[str, Any], key: str,
+def _kept(last_summaries: Mapping[str, Any], key: str,
           from_dict: Callable[[Any], Optional[_Failure]]) -> list[_Failure]:
     """The failed flows of the last run under ``key`` (``tolerance_failures``,
-    ``dataset_rule_failures``), from the history ``sdp-expect run`` wrote, once each."""
-    last_run = history.get("last_run")
+    ``dataset_rule_failures``), from the last summaries ``sdp-expect run`` kept, once each."""
+    last_run = last_summaries.get("last_run")
     entries = last_run.get(key, []) if isinstance(last_run, dict) else []
     found: list[_Failure] = []
     for entry in entries if isinstance(entries, list) else []:
@@ -208,7 +209,7 @@ def _run_state(summary: DatasetSummary, states: Mapping[str, str]) -> str:
     return NOT_RUN
 
 
-def _from_history(kept: Mapping[str, Any], current: DatasetSummary) -> DatasetSummary:
+def _from_last_summary(kept: Mapping[str, Any], current: DatasetSummary) -> DatasetSummary:
     """A dataset's kept summary, for a dataset whose metrics table is empty now."""
     data = dict(kept.get("summary", {}))
     restored = DatasetSummary(

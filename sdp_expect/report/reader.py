@@ -8,10 +8,8 @@ starts that process and returns what it found. Through the project's own Spark
 Connect server (which holds the catalog while it is up),
 :func:`read_through_server` reads in this process; nothing else here needs Spark.
 
-``sdp-expect run`` also keeps, in ``<project>/.sdp-expect/dq-history.json``, the
-summary of each dataset's last successful update: a materialized view is empty
-after a failed update (and so is its metrics table), and ``sdp-expect report``
-shows the last successful numbers from there.
+What ``sdp-expect run`` keeps of each dataset's last successful update is in
+:mod:`sdp_expect.report.last_summaries`.
 """
 
 from __future__ import annotations
@@ -22,7 +20,6 @@ import decimal
 import importlib
 import json
 import math
-import os
 import subprocess
 import threading
 from pathlib import Path
@@ -38,25 +35,13 @@ from sdp_expect.quality.summary import (
     QUARANTINE_COMMENT,
     TOLERANCE_METRICS_COLUMNS,
     TREND_UPDATES,
-    UPDATED,
     WHOLE_METRICS_COLUMNS,
-    QualityReport,
     ReadError,
     TableReading,
 )
-from sdp_expect.report.as_json import (
-    dataset_rule_failure_dict,
-    summary_dict,
-    tolerance_failure_dict,
-    violation_dict,
-)
 from sdp_expect.spark.own_process import run_module
 
-__all__ = ["HISTORY_FILE", "load_history", "prepare_reading", "read_tables",
-           "read_through_server", "save_history"]
-
-HISTORY_FILE = os.path.join(".sdp-expect", "dq-history.json")
-"""Where ``sdp-expect run`` keeps each dataset's last successful summary (in the project)."""
+__all__ = ["prepare_reading", "read_tables", "read_through_server"]
 
 
 def read_tables(folder: Path, confs: Mapping[str, str], *, catalog: Optional[str],
@@ -283,42 +268,6 @@ def _reader_main(argv: Optional[Sequence[str]] = None) -> int:
     with open(options.out, "w", encoding="utf-8") as handle:
         json.dump(found, handle)
     return 0
-
-
-def load_history(folder: Path) -> dict[str, Any]:
-    """The summaries ``sdp-expect run`` kept in the project (empty when none)."""
-    path = folder / HISTORY_FILE
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def save_history(folder: Path, report: QualityReport) -> None:
-    """Keep the summary of every dataset this run updated (an unwritable folder is ignored)."""
-    data = load_history(folder)
-    kept = dict(data.get("datasets", {}))
-    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    for summary in report.datasets:
-        if summary.status == UPDATED and summary.has_numbers:
-            kept[summary.dataset] = {"recorded_at": now, "summary": summary_dict(summary)}
-    data["datasets"] = kept
-    data["last_run"] = {"finished_at": now, "status": report.run_status,
-                        "violations": [violation_dict(v, parsed=False)
-                                       for v in report.violations],
-                        "tolerance_failures": [tolerance_failure_dict(f)
-                                               for f in report.tolerance_failures],
-                        "dataset_rule_failures": [dataset_rule_failure_dict(f)
-                                                  for f in report.dataset_rule_failures]}
-    path = folder / HISTORY_FILE
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=1)
-    except OSError:
-        pass
 
 
 if __name__ == "__main__":

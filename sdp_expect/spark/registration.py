@@ -39,7 +39,7 @@ from pyspark.pipelines.source_code_location import SourceCodeLocation
 from pyspark.sql import DataFrame, SparkSession
 
 import sdp_expect
-from sdp_expect.base.definitions import record_definition, record_errors_on_exit
+from sdp_expect.base.definitions import record_errors_on_exit, record_route
 from sdp_expect.base.errors import Location, SdpExpectError
 from sdp_expect.base.names import RESERVED_PREFIX
 from sdp_expect.base.options import read_options
@@ -252,8 +252,7 @@ def routed(query: DataFrame, flow_name: str) -> DataFrame:
         _register_route_view(view, query.sparkSession)
     if rewritten is relation:
         return query
-    record_definition({"kind": "route", "flow": flow_name,
-                       "views": router.views_read(rewritten)})
+    record_route(flow_name, router.views_read(rewritten))
     return _over(rewritten, query.sparkSession)
 
 
