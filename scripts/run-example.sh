@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Usage: scripts/run-example.sh [spark41|spark42|sql]
-# (sql: the Databricks SQL example, on pyspark 4.1.x like spark41)
+# Usage: scripts/run-example.sh [spark41|spark42|sql|delta]
+# (sql: the Databricks SQL example, on pyspark 4.1.x like spark41; delta: the example on
+# Delta Lake, on pyspark 4.1.x, whose jars sdp-expect run fetches once into its cache)
 # Installs what running needs (pyspark and sdp-expect in a virtual environment
 # under .venv/, no test or lint tools), runs the example pipeline with
 # `sdp-expect run` on embedded local Spark (its events, then the data-quality
@@ -10,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 example=${1:-spark41}
 case "$example" in
-  spark41|sql) spec="~=4.1.0" ;;
+  spark41|sql|delta) spec="~=4.1.0" ;;
   *) spec=">=4.1,<5" ;;
 esac
 venv=$(scripts/venv.sh "$spec" "")

@@ -4,7 +4,9 @@ Usage: python scripts/show_tables.py PROJECT_DIR
 
 The example runs keep their catalog in PROJECT_DIR (an embedded Derby
 metastore, ``metastore_db``, and ``spark-warehouse``); this opens the same
-catalog with a plain local Spark session and shows every table in it.
+catalog with a plain local Spark session and shows every table in it. A project
+whose spec names a table format (``sdp_expect.format: delta``) is read with that
+format's jars and settings, as ``sdp-expect run`` wrote it (docs/formats.md).
 """
 
 from __future__ import annotations
@@ -15,15 +17,23 @@ import sys
 
 def main(project: str) -> int:
     os.chdir(project)
+    from pathlib import Path
+
     from pyspark.sql import SparkSession
 
-    spark = (
+    from sdp_expect.base.project import find_spec, load_project
+    from sdp_expect.runtime.format_jars import format_setup
+
+    table_format = format_setup(load_project(find_spec(None, Path.cwd()))).confs()
+    builder = (
         SparkSession.builder.master("local[1]")
         .appName("sdp-expect show tables")
         .config("spark.sql.catalogImplementation", "hive")
         .config("spark.ui.enabled", "false")
-        .getOrCreate()
     )
+    for key, value in table_format.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     try:
         names = sorted(t.name for t in spark.catalog.listTables("default"))

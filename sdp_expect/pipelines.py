@@ -459,17 +459,17 @@ def _resolve_rules(name: str, pending: _Pending) -> DatasetRules:
     return rules
 
 
-def _define_dataset(kind: Optional[DatasetKind], func: Any, options: Dict[str, Any],
-                    location: SourceCodeLocation) -> None:
+def _define_dataset(kind: Optional[DatasetKind], func: Any, name: Optional[str],
+                    options: Dict[str, Any], location: SourceCodeLocation) -> None:
     """Register one dataset; ``kind`` None means: decide from the query (``dlt.table``)."""
     if not callable(func):
         raise SdpExpectError(
             "SDPX-DEF-107",
             f"the dataset decorator was applied to {func!r}",
-            dataset=options.get("name"),
+            dataset=name,
             location=_where(location),
         )
-    name: str = options.get("name") or func.__name__
+    name = name or func.__name__
     pending = _take_pending(func)
     # Evaluated here for every dataset, with or without rules: the plan is checked for
     # reads that open-source SDP would bind to the previous update (SDPX-DEF-110).
@@ -479,7 +479,7 @@ def _define_dataset(kind: Optional[DatasetKind], func: Any, options: Dict[str, A
     rules = DatasetRules(name) if pending is None else _resolve_rules(name, pending)
     _define(DatasetDefinition(rules, kind, pending is not None, _where(location),
                               options.get("spark_conf"), options.get("format")),
-            location, query, func, dict(options, name=name))
+            location, query, func, options)
 
 
 def _define(definition: Definition, location: SourceCodeLocation,
@@ -491,17 +491,17 @@ def _define(definition: Definition, location: SourceCodeLocation,
     :param location: Where the user defined it (the registered elements carry it).
     :param query: The user's query (None: a table declared without one).
     :param func: What lends the registered query functions their names.
-    :param options: The user's options of the dataset itself.
+    :param options: The user's options of the dataset itself, its name apart (the
+        definition's).
     """
     planned = plan(definition, graph_state())
     if isinstance(definition, FlowDefinition):
-        with located(location), registering(definition.target):
-            emit(planned, query, func, options)
-        return
-    name = definition.rules.dataset
-    with located(location), registering(name):
+        owner = definition.target
+    else:
+        owner = definition.rules.dataset
+        note_datasets(owner, *planned.companions.names())
+    with located(location), registering(owner):
         emit(planned, query, func, options)
-    note_datasets(name, *planned.companions.names())
 
 
 @overload
@@ -664,9 +664,10 @@ def dataset_decorator(kind: Optional[DatasetKind], query_function: Optional[Quer
     :param options: The decorator's keyword arguments; those that are None are left out.
     """
     options = _drop_none(**options)
+    name = options.pop("name", None)
 
     def outer(func: QueryFunction) -> None:
-        _define_dataset(kind, func, options, location)
+        _define_dataset(kind, func, name, options, location)
 
     if query_function is not None:
         outer(query_function)

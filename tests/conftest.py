@@ -44,7 +44,8 @@ from hypothesis import Phase, settings
 sys.path.insert(0, os.path.dirname(__file__))
 
 import cli_helpers
-from sdp_runner import MakePipeline, Pipeline, SparkServer
+import format_server
+from sdp_runner import MakePipeline, Pipeline, SparkServer, server_conf
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -175,18 +176,20 @@ def own_jvm() -> None:
     catalog. conftest.py then puts the test in the ``cli`` tier, where that is allowed."""
 
 
+# -- a table format's server ---------------------------------------------------------------
+@pytest.fixture(scope="module", params=format_server.TESTED_FORMATS)
+def format_server_of(request: pytest.FixtureRequest, own_jvm: None,
+                     tmp_path_factory: pytest.TempPathFactory
+                     ) -> Iterator[tuple[str, SparkServer]]:
+    """A server for one table format, as ``sdp-expect run`` starts a project's
+    (tests/format_server.py), for the module: the format's name and the server. Skips
+    the module on a pyspark line the format has no release for."""
+    name = str(request.param)
+    for server in format_server.start(name, tmp_path_factory.mktemp(f"{name}-server")):
+        yield name, server
+
+
 # -- the shared server ----------------------------------------------------------------------
-INTERPRETED = (("spark.sql.codegen.wholeStage", "false"),
-               ("spark.sql.codegen.factoryMode", "NO_CODEGEN"))
-"""With ``SDPX_SERVER=interpreted`` (the everyday run, scripts/test.sh): Spark evaluates
-expressions without generating code, which saves compiling each of the thousands of tiny
-queries (about 8 % of the graph tier). The whole matrix runs Spark's defaults."""
-
-
-def _server_conf() -> list[tuple[str, str]]:
-    return list(INTERPRETED) if os.environ.get("SDPX_SERVER") == "interpreted" else []
-
-
 def _runs_graphs(config: pytest.Config) -> bool:
     """Whether the tests chosen may use the shared server (``-m pure`` does not)."""
     return str(config.getoption("markexpr", "") or "").strip() != "pure"
@@ -208,7 +211,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     import tempfile
 
     workdir = Path(tempfile.mkdtemp(prefix="sdpx-spark-server-"))
-    config.stash[_SHARED] = SparkServer(workdir, driver_memory="4g", conf=_server_conf(),
+    config.stash[_SHARED] = SparkServer(workdir, driver_memory="4g", conf=server_conf(),
                                         wait=False)
 
 
@@ -242,7 +245,7 @@ def spark_server(request: pytest.FixtureRequest,
         where = json.loads(shared)
         server = SparkServer.attach(int(where["port"]), Path(where["workdir"]))
     else:
-        server = SparkServer(tmp_path_factory.mktemp("spark-server"), conf=_server_conf())
+        server = SparkServer(tmp_path_factory.mktemp("spark-server"), conf=server_conf())
     try:
         yield server
     finally:

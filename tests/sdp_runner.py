@@ -54,6 +54,18 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+INTERPRETED = (("spark.sql.codegen.wholeStage", "false"),
+               ("spark.sql.codegen.factoryMode", "NO_CODEGEN"))
+"""With ``SDPX_SERVER=interpreted`` (the everyday run, scripts/test.sh): Spark evaluates
+expressions without generating code, which saves compiling each of the thousands of tiny
+queries (about 8 % of the graph tier). The whole matrix runs Spark's defaults."""
+
+
+def server_conf() -> list[tuple[str, str]]:
+    """The settings of every server the tests start (:data:`INTERPRETED` or none)."""
+    return list(INTERPRETED) if os.environ.get("SDPX_SERVER") == "interpreted" else []
+
+
 class SparkServer:
     """A local Spark Connect server in its own process, on a port of its own.
 

@@ -17,172 +17,36 @@ after every update every table of the project's database (targets, quarantines,
 ``_dq_batches``, ``_dq_metrics``) is read with Spark and compared, row for row and
 count for count, with the plain-Python oracle of ``corpus_oracle.py``, and the
 run's JSON summary (each dataset's rules and counts, its quarantine, its status)
-with the oracle's numbers. It runs on every pyspark line (docs/testing.md).
+with the oracle's numbers. It runs on the newest and the 4.2 line; the 4.1 line runs
+the same projects and oracle on Delta Lake instead (``test_corpus_formats.py``, the
+``corpus_parquet`` marker: docs/testing.md).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
-import shutil
-import uuid
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from cli_helpers import sdp_expect, set_storage
-from corpus_oracle import ORACLES, Expected, Table, batch_log_sums
-from pyspark.sql.connect.session import SparkSession
-from sdp_runner import SparkServer, copy_project
+from corpus_oracle import ORACLES, Table
+from corpus_project import (
+    CORPUS,
+    UPDATES,
+    CorpusProject,
+    assert_tables_equal,
+    canonical,
+    land,
+    metrics_of,
+    snapshot,
+)
+from corpus_project import three_updates as run_three_updates
+from sdp_runner import SparkServer
 
-from sdp_expect.base.names import EVENT_LOG_VIEW, HISTORY_TABLE
-
-CORPUS = Path(__file__).resolve().parent / "corpus"
-UPDATES = ("1", "2", "3")
-
-
-# ---------------------------------------------------------------------------------------
-# Projects
-# ---------------------------------------------------------------------------------------
-def spec_of(project: Path) -> dict[str, Any]:
-    spec: dict[str, Any] = yaml.safe_load((project / "spark-pipeline.yml").read_text())
-    return spec
-
-
-def land(name: str, update: str, landing: Path) -> None:
-    """The files of one update arrive in the landing folder."""
-    arrivals = CORPUS / name / "arrivals" / update
-    assert arrivals.is_dir(), arrivals
-    for source in arrivals.iterdir():
-        target = landing / source.name
-        target.mkdir(parents=True, exist_ok=True)
-        for file in source.iterdir():
-            assert not (target / file.name).exists(), f"{file} landed twice"
-            shutil.copy(file, target / file.name)
-
-
-@dataclass
-class CorpusProject:
-    """One corpus project, copied, run with ``sdp-expect run`` on the shared server.
-
-    :param root: The copy (its spec names its own storage, landing folder, database).
-    :param spark: A session of the shared server, to read the project's tables.
-    :param summaries: The JSON summary of each update's run.
-    """
-
-    name: str
-    root: Path
-    landing: Path
-    database: str
-    server: SparkServer
-    spark: SparkSession
-    summaries: list[dict[str, Any]] = field(default_factory=list)
-    snapshots: list[dict[str, Table]] = field(default_factory=list)
-    expected: list[Expected] = field(default_factory=list)
-
-    def run(self) -> tuple[int, dict[str, Any], str]:
-        """One ``sdp-expect run --format json`` of the project on the shared server: its
-        exit status, its JSON summary and its standard error (the events)."""
-        done = sdp_expect("run", "--spec", str(self.root), "--format", "json",
-                          "--remote", self.server.url, cwd=self.root.parent)
-        try:
-            summary: dict[str, Any] = json.loads(done.stdout)
-        except ValueError:
-            pytest.fail(f"{self.name}: no JSON summary (exit {done.returncode}):\n"
-                        f"{done.stdout[-3000:]}\n{done.stderr[-6000:]}")
-        return done.returncode, summary, done.stderr
-
-
-def open_project(server: SparkServer, name: str, tmp: Path) -> CorpusProject:
-    root = copy_project(CORPUS / name, tmp / name / "project")
-    landing = tmp / name / "landing"
-    landing.mkdir()
-    set_storage(root, tmp / name / "storage")
-    database = f"corpus_{name}_{uuid.uuid4().hex[:8]}"
-    spec = root / "spark-pipeline.yml"
-    lines = spec.read_text().splitlines()
-    assert not any(line.startswith(("database:", "schema:", "catalog:")) for line in lines)
-    spec.write_text("\n".join(
-        f"  corpus.landing: {landing}" if line.strip().startswith("corpus.landing:") else line
-        for line in lines) + f"\ndatabase: {database}\n")
-    assert spec_of(root)["configuration"]["corpus.landing"] == str(landing)
-    spark = server.session()
-    spark.sql(f"CREATE DATABASE `{database}`")
-    return CorpusProject(name, root, landing, database, server, spark)
-
-
-# ---------------------------------------------------------------------------------------
-# Comparing the catalog with the oracle
-# ---------------------------------------------------------------------------------------
-NOT_PIPELINE_TABLES = {HISTORY_TABLE, EVENT_LOG_VIEW}
-"""The history table and its view grow with every run, not with the pipeline's data (they
-are not pipeline datasets; tests/test_history.py checks them)."""
-
-
-def snapshot(project: CorpusProject) -> dict[str, Table]:
-    """Every table of the project's database, read through Spark (a batch log summed,
-    as the oracle gives it: its rows depend on the micro-batches)."""
-    tables = {}
-    for table in project.spark.catalog.listTables(project.database):
-        if table.name in NOT_PIPELINE_TABLES:
-            continue
-        name = f"`{project.database}`.`{table.name}`"
-        # The command's own session wrote it: this session's cached file list is stale.
-        project.spark.catalog.refreshTable(name)
-        frame = project.spark.read.table(name)
-        if table.name.endswith("_dq_batches"):
-            tables[table.name] = batch_log_sums(row.asDict() for row in frame.collect())
-            continue
-        tables[table.name] = Table(tuple(frame.columns), [tuple(row) for row in frame.collect()])
-    return tables
-
-
-def canonical(value: Any) -> Any:
-    """One spelling per SQL value: 1, 1.0 and 1.00 of a DECIMAL are one number."""
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, (int, Decimal)):
-        return Decimal(value).normalize()
-    if isinstance(value, (list, tuple)):
-        return tuple(canonical(v) for v in value)
-    return value
-
-
-def records(table: Table) -> Counter[str]:
-    return Counter(repr(tuple(canonical(v) for v in row)) for row in table.rows)
-
-
-def assert_tables_equal(actual: dict[str, Table], expected: dict[str, Table], context: str
-                        ) -> None:
-    assert sorted(actual) == sorted(expected), f"{context}: the catalog's tables differ"
-    problems = []
-    for name in sorted(expected):
-        want, got = expected[name], actual[name]
-        if got.columns != want.columns:
-            problems.append(f"{name}: columns {got.columns} != {want.columns}")
-            continue
-        missing, extra = records(want) - records(got), records(got) - records(want)
-        if missing or extra:
-            problems.append(f"{name} {want.columns}:\n    missing {sorted(missing.elements())}"
-                            f"\n    unexpected {sorted(extra.elements())}")
-    assert not problems, f"{context}:\n  " + "\n  ".join(problems)
-
-
-def metrics_of(expected: Expected) -> dict[str, dict[str, dict[str, Any]]]:
-    """dataset -> rule -> its expected metrics row."""
-    shown: dict[str, dict[str, dict[str, Any]]] = {}
-    for name, table in expected.tables.items():
-        if name.endswith("_dq_metrics"):
-            for row in table.rows:
-                record = dict(zip(table.columns, row, strict=True))
-                shown.setdefault(record["dataset"], {})[record["expectation"]] = record
-    return shown
-
+pytestmark = pytest.mark.corpus_parquet
 
 # ---------------------------------------------------------------------------------------
 # Three updates of every project
@@ -196,23 +60,8 @@ def corpus_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def three_updates(server: SparkServer, tmp: Path, name: str) -> CorpusProject:
-    """The project after three updates (run once per test session)."""
-    if name not in _PROJECTS:
-        project = open_project(server, name, tmp)
-        for update in UPDATES:
-            land(name, update, project.landing)
-            code, summary, events = project.run()
-            assert code == 0 and summary["status"] == "COMPLETED", (
-                f"{name}, update {update}: exit {code}\n{events[-6000:]}")
-            project.summaries.append(summary)
-            project.snapshots.append(snapshot(project))
-            expected = ORACLES[name](project.landing)
-            assert not expected.violations, (
-                f"{name}, update {update}: the corpus data must not violate fail rules here: "
-                f"{expected.violations}")
-            project.expected.append(expected)
-        _PROJECTS[name] = project
-    return _PROJECTS[name]
+    """The project after three updates on the shared server (once per test session)."""
+    return run_three_updates(server, tmp, name, _PROJECTS)
 
 
 @pytest.mark.parametrize("name", sorted(ORACLES))

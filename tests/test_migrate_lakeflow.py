@@ -17,10 +17,13 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable
 
+import pyspark
 import pytest
 from cli_helpers import NEWEST_LINE, REPO, sdp_expect, served
 
 from sdp_expect.base.databricks_functions import DATABRICKS_ONLY_SQL_FUNCTIONS
+from sdp_expect.base.errors import SdpExpectError
+from sdp_expect.base.table_formats import DELTA, release_for
 from sdp_expect.migrate import CHANGED, NOT_CONVERTED, MigrationResult, migrate
 
 LAKEFLOW = REPO / "tests" / "fixtures" / "lakeflow"
@@ -113,9 +116,10 @@ def test_what_cannot_be_translated_is_named_with_file_line_and_fix(tmp_path: Pat
     assert "rescuedDataColumn has no open-source equivalent" in missing[(file, 17)]
     assert "ai_classify() in" in missing[(file, 23)] and "UNRESOLVED_ROUTINE" in missing[(file, 23)]
     assert (file, 25) not in missing  # withColumn over a dataset: sdp-expect makes it wait
-    assert "format(\"delta\")" in missing[(file, 31)]
-    assert "--packages io.delta:delta-spark_2.13:" in missing[(file, 31)]
-    assert "spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension" in missing[(file, 31)]
+    # format("delta") is kept, and the spec says the project's tables are Delta.
+    assert (file, 31) not in missing
+    assert _where(result, CHANGED)[(file, 31)].startswith('format("delta") kept:')
+    assert result.configuration["sdp_expect.format"] == "delta"
     assert "notebook magic cell (%sql)" in missing[(file, 35)]
     assert not any("%md" in message for message in missing.values())
     roots = [f for f in result.of(NOT_CONVERTED) if f.file == "spark-pipeline.yml"]
@@ -204,6 +208,14 @@ def test_a_failing_dry_run_is_reported_at_the_source_line(tmp_path: Path) -> Non
     report = json.loads(done.stdout)
     assert report["complete"] is False and report["dry_run"]["ok"] is False
     errors = report["dry_run"]["errors"]
+    try:  # loan_risk reads a Delta table: the migrated spec says the tables are Delta
+        release_for(DELTA, pyspark.__version__)
+    except SdpExpectError:
+        # No Delta for this pyspark line: the dry-run stops before Spark starts, and
+        # says why with the code (docs/formats.md).
+        assert [e["file"] for e in errors] == ["."], errors  # the project, not a file
+        assert "SDPX-PRJ-404" in errors[0]["message"], errors
+        return
     assert errors and all(e["file"] == "loan_risk.py" for e in errors), errors
     # The first definition that fails: loans_bronze, whose files (the data root's
     # setting, not given) are not there. Its line in the migrated file (16: migrate

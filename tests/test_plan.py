@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 import pytest
 from batch_log import PER_MICRO_BATCH
 from cli_helpers import assert_runs_without_pyspark
-from hypothesis import given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from sdp_expect.base.errors import Location, SdpExpectError
@@ -365,6 +365,10 @@ def test_def_112_a_file_format_streaming_table_takes_one_flow(
     """SDPX-DEF-112 exactly when a streaming table whose format (given, else the
     session's default) is one of Spark's file sources gets a second writer, unless
     the setting allows it; raised at the definition that adds the second flow."""
+    # A versioned format other than the session's is SDPX-DEF-120 at the table itself
+    # (test_table_formats.py), whatever its flows.
+    assume((table_format or "").lower() not in {"delta", "iceberg"}
+           or (table_format or "").lower() == default_format)
     options = PipelineOptions(multiple_flows_on_file_formats=allow, default_format=default_format)
     state = PlanState(options)
     rules = _rules("t", Action.DROP) if with_rules else DatasetRules("t")
@@ -438,6 +442,72 @@ def test_def_108_rules_on_an_auto_cdc_target() -> None:
         assert fix in (error.fix or "")
     error = worded_for_sql(planner.auto_cdc_target_error("t", Location("f.sql", 1)))
     assert error.code == "SDPX-DEF-108" and "CONSTRAINT" in (error.fix or "")
+
+
+@settings(max_examples=80)
+@example(given_format=None, default="delta", name="t", flow_first=False, with_rules=False)
+@example(given_format="parquet", default="delta", name="db.t", flow_first=True,
+         with_rules=True)
+@example(given_format=None, default="delta", name="cat.db.t", flow_first=False,
+         with_rules=False)
+@example(given_format="hudi", default="parquet", name="t", flow_first=True, with_rules=False)
+@given(given_format=st.sampled_from([None, "parquet", "JSON", "delta", "Delta", "iceberg",
+                                     "hudi"]),
+       default=st.sampled_from(["parquet", "delta", "iceberg"]),
+       name=st.sampled_from(["t", "db.t", "spark_catalog.db.t", "cat.db.t", "`cat`.`db`.t",
+                             "`spark_catalog`.db.t"]),
+       flow_first=st.booleans(), with_rules=st.booleans())
+def test_def_119_an_auto_cdc_target_whose_format_sdp_refuses(
+        given_format: str | None, default: str, name: str, flow_first: bool,
+        with_rules: bool) -> None:
+    """SDPX-DEF-119 at the second of the two definitions (the flow, the table), in either
+    order, exactly when the table lives in the session catalog and its format (given, or
+    the session's default) is a file format or Delta; other catalogs and formats
+    sdp-expect does not know are Spark's to judge. A versioned format that is not the
+    session's is SDPX-DEF-120 at the table, whatever the flow."""
+    options = PipelineOptions(default_format=default)
+    state = PlanState(options)
+    effective = (given_format or default).lower()
+    refused = (effective in {"parquet", "json", "delta"}
+               and name.split(".")[0].strip("`") not in {"cat"})
+    location = Location("f.py", 3)
+
+    def table() -> None:
+        if with_rules:
+            plan_dataset(_rules(name), DatasetKind.STREAMING_TABLE, options, state=state,
+                         format=given_format)
+        else:
+            plan_declared_table(DatasetRules(name), options, state=state, format=given_format)
+
+    def flow() -> None:
+        plan_auto_cdc_flow(name, state=state, location=location)
+
+    in_session = name.split(".")[0].strip("`") != "cat"
+    if given_format is not None and given_format.lower() in {"delta", "iceberg"} \
+            and given_format.lower() != default and in_session:
+        if flow_first:
+            flow()
+        with pytest.raises(SdpExpectError, match="SDPX-DEF-120"):  # before any flow runs
+            table()
+        return
+    first, second = (flow, table) if flow_first else (table, flow)
+    first()
+    if with_rules and not flow_first:  # rules on the target itself: SDPX-DEF-108 first
+        with pytest.raises(SdpExpectError, match="SDPX-DEF-108"):
+            second()
+        return
+    if not refused:
+        second()
+        return
+    with pytest.raises(SdpExpectError) as caught:
+        second()
+    error = caught.value
+    assert error.code == "SDPX-DEF-119" and error.dataset == name
+    assert error.place == location
+    assert f"stored as {effective}" in str(error)
+    assert ("SPARK-57623" in str(error)) == (effective == "delta")
+    assert "AUTOCDC_TARGET_DOES_NOT_SUPPORT_MERGE" in str(error)
+    assert "docs/formats.md#auto-cdc" in (error.fix or "")
 
 
 def test_retries_the_users_conf_and_the_companions_by_setting() -> None:

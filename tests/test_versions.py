@@ -2,7 +2,8 @@
 
 Spark 4.2 added ``create_auto_cdc_flow`` (SCD type 1), 4.3 added SCD type 2.
 Expectations go on the change feed's source view; the flow then applies only
-the records that passed. (The target's table format must support MERGE.)
+the records that passed, where the target's table format offers MERGE (SDPX-DEF-119
+says where it does not: docs/formats.md#auto-cdc).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any, Optional
 
 import pyspark
 import pytest
+from pyspark import pipelines as sdp
 from pyspark.sql import DataFrame
 from pyspark.sql.connect.session import SparkSession
 from sdp_runner import MakePipeline, Pipeline
@@ -77,19 +79,31 @@ def test_spark_42_says_scd_type_2_needs_spark_43(make_pipeline: MakePipeline) ->
         SPARK < (4, 3), reason="SCD type 2 arrived in Spark 4.3; on 4.2 "
         "test_spark_42_says_scd_type_2_needs_spark_43 checks the error instead")),
 ])
-def test_auto_cdc_with_rules_on_its_source_view_defines_and_dry_runs(
+def test_auto_cdc_into_a_parquet_table_is_refused_at_definition_not_during_the_run(
         make_pipeline: MakePipeline, scd_type: Optional[int]) -> None:
-    """Auto CDC needs a target format with MERGE (Delta Lake, Iceberg), which plain
-    Spark lacks: here the graph with rules on the source view must pass a dry run,
-    and a real run must stop with Spark's own explanation, not an sdp-expect error."""
-    options = {} if scd_type is None else {"stored_as_scd_type": scd_type}
-    pipeline = auto_cdc_pipeline(make_pipeline, **options)
-    dry = pipeline.run(dry=True)
-    assert dry.ok, dry.output
-    assert {name: kind for name, kind in dry.outputs.items()
-            if not name.startswith("_sdpx_check_")} == {"customer_changes": "TemporaryView",
-                                                       "customers": "StreamingTable"}
-    run = pipeline.run()
-    assert not run.ok
-    assert "AUTOCDC_TARGET_DOES_NOT_SUPPORT_MERGE" in run.output, run.output
-    assert "SDPX-" not in run.output
+    """Auto CDC needs a target whose table offers MERGE, which Spark's parquet tables
+    lack: plain SDP passes the dry run and fails the run when the flow starts (retried
+    first); with sdp-expect the definition stops, in the dry run already, with
+    SDPX-DEF-119 naming the table and its format (docs/formats.md#auto-cdc)."""
+    options: dict[str, Any] = {} if scd_type is None else {"stored_as_scd_type": scd_type}
+    plain = make_pipeline()
+    plain.create_table("changes", ROWS, CHANGES)
+
+    def define_plain(spark: SparkSession) -> None:
+        @sdp.temporary_view
+        def customer_changes() -> DataFrame:
+            return spark.readStream.table("changes")
+
+        sdp.create_streaming_table("customers")
+        sdp.create_auto_cdc_flow(target="customers", source="customer_changes", keys=["id"],
+                                 sequence_by="seq", **options)
+
+    plain.definitions = define_plain
+    assert plain.run(dry=True).ok
+    run = plain.run()
+    assert not run.ok and "AUTOCDC_TARGET_DOES_NOT_SUPPORT_MERGE" in run.output, run.output
+    dry = auto_cdc_pipeline(make_pipeline, **options).run(dry=True)
+    assert not dry.ok
+    assert "[SDPX-DEF-119]" in dry.output, dry.output
+    assert "'customers' writes a table stored as parquet" in dry.output
+    assert "AUTOCDC_TARGET_DOES_NOT_SUPPORT_MERGE" in dry.output

@@ -324,6 +324,27 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "the views and columns it adds to a graph",
             "rename the dataset or flow (any name that does not start with _sdpx_)",
         ),
+        ErrorSpec(
+            "SDPX-DEF-119",
+            "an Auto CDC flow into a streaming table whose format SDP cannot apply changes "
+            "to (Spark's file formats, parquet the default; Delta Lake: SPARK-57623): the "
+            "run would fail when the flow starts",
+            "store the target in a format whose tables offer Spark row-level operations "
+            "(MERGE through the DSv2 table interface; docs/formats.md#auto-cdc says which "
+            "run where), or write the changes with a flow you define (an append_flow over "
+            "the change records, then a materialized view that keeps each key's latest)",
+        ),
+        ErrorSpec(
+            "SDPX-DEF-120",
+            "a dataset declared with a versioned table format (format=\"delta\", USING DELTA, "
+            "or Iceberg) that is not the format the pipeline stores its tables in: SDP "
+            "writes its first update and fails every later one "
+            "(DELTA_CANNOT_CHANGE_PROVIDER), after emptying a materialized view",
+            "say the project's format once in the spec's configuration (sdp_expect.format: "
+            "delta) and run with sdp-expect run, which starts Spark with the format's jars "
+            "and settings; the dataset's format= or USING can stay as written "
+            "(docs/formats.md)",
+        ),
         # -- pipeline configuration --
         ErrorSpec(
             "SDPX-CFG-201",
@@ -346,6 +367,21 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "warning: the setting never matches, so it never alerts)",
             "write the dataset's name as declared, and the rule's name as in its "
             "expectation (sdp_expect.alert.<dataset>.<rule>.<setting>); docs/alerts.md",
+        ),
+        ErrorSpec(
+            "SDPX-CFG-204",
+            "sdp_expect.format names a table format sdp-expect does not know",
+            "set sdp_expect.format in the spec's configuration to delta, iceberg or "
+            "parquet (the default); docs/formats.md",
+        ),
+        ErrorSpec(
+            "SDPX-CFG-205",
+            "the spec names a table format (sdp_expect.format) that the Spark session "
+            "running the pipeline was not started for: its tables would be stored in another "
+            "format (spark.sql.sources.default)",
+            "run the pipeline with sdp-expect run (it starts Spark with the format's jars and "
+            "settings), or start the Spark Connect server with the command line in "
+            "docs/formats.md and run spark-pipelines --remote against it",
         ),
         # -- the project's layout (run, dry-run and validate, before Spark starts) --
         ErrorSpec(
@@ -374,6 +410,21 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "set the key in the spec's configuration to the value the Lakeflow pipeline "
             "gave it (the pipeline's settings, configuration), or give spark.conf.get a "
             "default in the code and delete the key",
+        ),
+        ErrorSpec(
+            "SDPX-PRJ-404",
+            "the table format the spec names has no release for the installed pyspark line",
+            "install a pyspark of a line the format supports, or choose another format in "
+            "sdp_expect.format; docs/formats.md lists the lines",
+        ),
+        ErrorSpec(
+            "SDPX-PRJ-405",
+            "the jars of the table format the spec names could not be fetched (no cached "
+            "copy, and Maven Central, or the repository in SDP_EXPECT_MAVEN_REPOSITORY, did "
+            "not give them)",
+            "check the network (or set SDP_EXPECT_MAVEN_REPOSITORY to a mirror of Maven "
+            "Central), or put the jars named in the message into the jar cache folder named "
+            "there (SDP_EXPECT_JAR_CACHE); docs/formats.md",
         ),
         # -- the project's local Spark server (run, dry-run, serve) --
         ErrorSpec(

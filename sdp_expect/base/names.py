@@ -17,6 +17,7 @@ __all__ = [
     "CHECK_VIEW_PREFIX",
     "RESERVED_PREFIX",
     "ROUTE_PREFIX",
+    "SESSION_CATALOG",
     "batch_input_view_name",
     "check_view_name",
     "BATCH_DROPPED_COLUMN",
@@ -40,6 +41,7 @@ __all__ = [
     "batch_log_comment",
     "batch_log_flow_name",
     "batch_log_name",
+    "catalog_of",
 ]
 
 QUARANTINE_SUFFIX = "_quarantine"
@@ -187,3 +189,14 @@ def check_view_name(flow: str, number: int) -> str:
 def batch_input_view_name(flow: str) -> str:
     """The temporary view of the per-record batch-log inputs of ``flow``."""
     return f"{BATCH_INPUT_VIEW_PREFIX}{_identifier(flow)}"
+
+
+SESSION_CATALOG = "spark_catalog"
+"""The name of Spark's session catalog, where a one- or two-part name lives."""
+
+
+def catalog_of(name: str) -> str:
+    """The catalog a dataset name refers to: the first of three parts
+    (``cat.db.table``, backquoted parts included), else :data:`SESSION_CATALOG`."""
+    parts = re.findall(r"`(?:[^`]|``)*`|[^.`]+", name)
+    return parts[0].strip("`").lower() if len(parts) >= 3 else SESSION_CATALOG

@@ -9,6 +9,8 @@ They are set in ``spark-pipeline.yml``::
       sdp_expect.multiple_flows_on_file_formats: error   # or allow (SDPX-DEF-112)
       sdp_expect.metrics_from: query   # or output: a materialized view's metrics counted
                                        # from the view and its quarantine
+      sdp_expect.format: delta   # or iceberg, parquet: the tables' format
+                                       # (sdp_expect.base.table_formats, docs/formats.md)
 
 ``spark-pipelines`` puts the configuration on the Spark session before the
 pipeline's files are imported, so reading it is a configuration look-up, not
@@ -22,6 +24,7 @@ from typing import Callable, Optional
 
 from sdp_expect.base.errors import SdpExpectError
 from sdp_expect.base.project import read_bool
+from sdp_expect.base.table_formats import KEY_TABLE_FORMAT, table_format
 
 __all__ = ["KEY_DEFAULT_FORMAT", "KEY_FILE_FORMAT_FLOWS", "KEY_METRICS", "KEY_METRICS_FROM",
            "KEY_NULL_RESULT", "KEY_QUARANTINE", "PipelineOptions", "read_options"]
@@ -80,8 +83,21 @@ def read_options(get: Callable[[str], Optional[str]]) -> PipelineOptions:
     """Build :class:`PipelineOptions` from a configuration look-up.
 
     :param get: Returns the configured value of a key, or None when unset.
-    :raises SdpExpectError: SDPX-CFG-201 for a value it does not understand.
+    :raises SdpExpectError: SDPX-CFG-201 for a value it does not understand; SDPX-CFG-204
+        for a table format it does not know; SDPX-CFG-205 when the spec names a table
+        format that the session's default format is not (a Spark started without the
+        format's settings would store every table in another format).
     """
+    default_format = get(KEY_DEFAULT_FORMAT) or "parquet"
+    named_raw = get(KEY_TABLE_FORMAT)
+    if named_raw:
+        named = table_format({KEY_TABLE_FORMAT: named_raw})
+        if named.name != default_format.strip().lower():
+            raise SdpExpectError("SDPX-CFG-205", (
+                f"the spec's configuration says {KEY_TABLE_FORMAT} = {named.name}, and the "
+                f"Spark session running the pipeline stores tables as {default_format} "
+                f"({KEY_DEFAULT_FORMAT}): it was not started with {named.title}'s jars and "
+                "settings"))
     flows_raw = get(KEY_FILE_FORMAT_FLOWS)
     metrics_from_raw = get(KEY_METRICS_FROM)
     null_raw = get(KEY_NULL_RESULT)
@@ -96,5 +112,5 @@ def read_options(get: Callable[[str], Optional[str]]) -> PipelineOptions:
                                         if flows_raw else False),
         metrics_from_output=(_choice(KEY_METRICS_FROM, metrics_from_raw, "query", "output")
                              if metrics_from_raw else False),
-        default_format=get(KEY_DEFAULT_FORMAT) or "parquet",
+        default_format=default_format,
     )

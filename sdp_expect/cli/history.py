@@ -164,8 +164,8 @@ def command_history(args: argparse.Namespace, action: str) -> int:
     except SdpExpectError as error:
         write_text(sys.stderr, f"sdp-expect history {action}: {error.render()}\n")
         return EXIT_USAGE
-    access = catalog_access(project, args.remote, given)
     try:
+        access = catalog_access(project, args.remote, given)
         with catalog_turn(project, access, wait=args.wait, command=f"history {action}",
                           say=lambda text: write_text(sys.stderr, text)):
             done = _history_action(args, action, project, access, given, settings)

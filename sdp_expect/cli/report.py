@@ -98,9 +98,9 @@ def command_report(args: argparse.Namespace) -> int:
     except UsageProblem as problem:
         write_text(sys.stderr, f"sdp-expect report: error: {problem}\n")
         return EXIT_USAGE
-    access = catalog_access(project, args.remote, given)
-    remote, warm, confs = access.remote, access.warm, access.confs
     try:
+        access = catalog_access(project, args.remote, given)
+        remote, warm, confs = access.remote, access.warm, access.confs
         with catalog_turn(project, access, wait=args.wait, command="report",
                           say=lambda text: write_text(sys.stderr, text)):
             if access.missing(project.folder):

@@ -36,10 +36,12 @@ from typing import Mapping, Optional, Union
 
 from sdp_expect.base.errors import Location, SdpExpectError
 from sdp_expect.base.names import (
+    SESSION_CATALOG,
     batch_input_view_name,
     batch_log_comment,
     batch_log_flow_name,
     batch_log_name,
+    catalog_of,
     check_view_name,
     metrics_comment,
     metrics_name,
@@ -49,6 +51,12 @@ from sdp_expect.base.names import (
 )
 from sdp_expect.base.options import PipelineOptions
 from sdp_expect.base.spark_version import WATERMARK_IN_HIVE_SESSION, spark_has
+from sdp_expect.base.table_formats import (
+    FILE_FORMATS,
+    FILE_TABLES_HAVE_NO_MERGE,
+    FORMATS,
+    KEY_TABLE_FORMAT,
+)
 from sdp_expect.core.model import (
     Action,
     Aggregate,
@@ -85,7 +93,6 @@ __all__ = [
     "plan_dataset",
     "plan_declared_table",
     "plan_unchecked_dataset",
-    "FILE_FORMATS",
     "rule_checks",
 ]
 
@@ -200,11 +207,6 @@ def _check_whole_checks(rules: DatasetRules, kind: DatasetKind,
             location=expectation.place or location)
 
 
-FILE_FORMATS = frozenset({"parquet", "orc", "json", "csv", "text", "avro", "xml", "binaryfile"})
-"""Spark's file sources: a streaming table stored in one of them is written by Spark's
-file sink, whose commit log (``_spark_metadata``) has room for one writer only."""
-
-
 def _note_flow(state: PlanState, target: str, flow: str, location: Optional[Location]
                ) -> None:
     """Remember that ``flow`` writes ``target``, and check the table can take it."""
@@ -212,6 +214,64 @@ def _note_flow(state: PlanState, target: str, flow: str, location: Optional[Loca
     if flow not in flows:
         flows.append(flow)
     _check_file_table(state, target, location)
+
+
+def _stored_format(format: Optional[str], options: PipelineOptions, dataset: str,
+                   location: Optional[Location]) -> Optional[str]:
+    """The format a dataset is declared with to SDP: none when the one given is the
+    session's default and not one of Spark's file formats.
+
+    SDP stores a format given to it as the table's ``provider`` property and sets every
+    property again on each update (``alterTable``); Delta Lake refuses to have
+    ``provider`` set (``DELTA_CANNOT_CHANGE_PROVIDER``), so a materialized view or
+    streaming table declared ``format="delta"`` fails its second update, after the
+    view was emptied. Declared without one, the table takes the session's default,
+    the same format, and updates (docs/formats.md).
+
+    :raises SdpExpectError: SDPX-DEF-120 for a versioned format sdp-expect knows (Delta
+        Lake, Iceberg) that is not the session's default, for a table of the session's
+        catalog: its second update would fail as above (a table in another catalog is
+        that catalog's business).
+    """
+    if format is None:
+        return None
+    chosen = format.strip().lower()
+    default = options.default_format.strip().lower()
+    if chosen == default and chosen not in FILE_FORMATS:
+        return None
+    known = FORMATS.get(chosen)
+    if known is not None and chosen not in FILE_FORMATS and catalog_of(dataset) == SESSION_CATALOG:
+        raise _error("SDPX-DEF-120", dataset, location, (
+            f"{dataset!r} is declared with format {format!r}, and the pipeline stores its "
+            f"tables as {default} (spark.sql.sources.default): SDP would write the first "
+            f"update and fail every later one (DELTA_CANNOT_CHANGE_PROVIDER for Delta), or "
+            f"find no {known.title} at all. Set {KEY_TABLE_FORMAT}: {known.name} in the "
+            "spec's configuration and run with sdp-expect run, which starts Spark with "
+            f"{known.title}'s jars and settings; the format= can stay (docs/formats.md)"))
+    return format
+
+
+def _check_auto_cdc_target(state: PlanState, table: str) -> None:
+    """SDPX-DEF-119: an Auto CDC flow into a streaming table whose format SDP refuses as
+    its target (:attr:`~sdp_expect.base.table_formats.TableFormat.auto_cdc_refused`).
+    Checked when both the flow and the table's declaration are known, in either order;
+    a format sdp-expect does not know, and a table in a catalog other than the session's
+    (whose tables the catalog's format decides), are left to Spark."""
+    if table not in state.auto_cdc_targets or table not in state.streaming_tables:
+        return
+    if catalog_of(table) != SESSION_CATALOG:
+        return
+    given = state.streaming_tables[table]
+    stored = (given or state.options.default_format).strip().lower()
+    known = FORMATS.get(stored)
+    why = (known.auto_cdc_refused if known is not None
+           else FILE_TABLES_HAVE_NO_MERGE if stored in FILE_FORMATS else None)
+    if why is None:
+        return
+    source = "its format" if given else "the session's default format (spark.sql.sources.default)"
+    raise _error("SDPX-DEF-119", table, state.auto_cdc_targets[table], (
+        f"the Auto CDC flow into {table!r} writes a table stored as {stored} ({source}): "
+        f"{why}"))
 
 
 def _check_file_table(state: PlanState, table: str, location: Optional[Location]) -> None:
@@ -258,6 +318,8 @@ class PlanState:
     :param streaming_tables: The streaming tables declared so far, with the
         format given (None: the session's default).
     :param sinks: Names declared with ``create_sink``.
+    :param auto_cdc_targets: The targets of Auto CDC flows so far, with where the first
+        flow into each is defined.
     :param batch_per_micro_batch: True when a batch log has one row per micro-batch (a
         watermarked aggregation); False on Spark 4.1, whose session with the Hive
         catalog cannot resolve SQL's ``WATERMARK`` (SPARK-56453): one row per record
@@ -269,6 +331,7 @@ class PlanState:
     flows_into: dict[str, list[str]] = field(default_factory=dict)
     streaming_tables: dict[str, Optional[str]] = field(default_factory=dict)
     sinks: set[str] = field(default_factory=set)
+    auto_cdc_targets: dict[str, Optional[Location]] = field(default_factory=dict)
     batch_per_micro_batch: bool = field(
         default_factory=lambda: spark_has(WATERMARK_IN_HIVE_SESSION))
 
@@ -586,6 +649,7 @@ def plan_dataset(rules: DatasetRules, kind: DatasetKind, options: PipelineOption
         on the dataset as a whole where it cannot be judged.
     """
     name = rules.dataset
+    format = _stored_format(format, options, name, location)
     _check_rules(rules, kind, location)
     companions = plan_companions(rules, options, kind, location)
     datasets = [DatasetSpec(name, kind, Role.TARGET, format=format, query=FlowSpec(
@@ -622,6 +686,7 @@ def plan_dataset(rules: DatasetRules, kind: DatasetKind, options: PipelineOption
         flows.extend(companion_flows)
         state.table_rules[name] = TablePlan(rules, companions, options)
         state.streaming_tables[name] = format
+        _check_auto_cdc_target(state, name)
     _note_flow(state, name, name, location)
     return Plan(rules, kind, companions, tuple(datasets), tuple(flows),
                 tuple(rule_checks(rules, companions, name)), options)
@@ -655,8 +720,10 @@ def plan_unchecked_dataset(name: str, kind: DatasetKind, *, state: PlanState,
     :param spark_conf: The user's Spark conf of its flow.
     :param format: Its table format.
     """
+    format = _stored_format(format, state.options, name, location)
     if kind is DatasetKind.STREAMING_TABLE:
         state.streaming_tables[name] = format
+        _check_auto_cdc_target(state, name)
     _note_flow(state, name, name, location)
     query = FlowSpec(name, name, Step.QUERY, spark_conf=dict(spark_conf or {}))
     return Plan(DatasetRules(name), kind, CompanionPlan(),
@@ -680,8 +747,10 @@ def plan_declared_table(rules: DatasetRules, options: PipelineOptions, *, state:
     """
     name = rules.dataset
     kind = DatasetKind.STREAMING_TABLE
+    format = _stored_format(format, options, name, location)
     state.streaming_tables[name] = format
     _check_file_table(state, name, location)
+    _check_auto_cdc_target(state, name)
     table = DatasetSpec(name, kind, Role.TARGET, format=format)
     if rules.empty and rules.quarantine is None:
         return Plan(rules, kind, CompanionPlan(), (table,), options=options)
@@ -744,11 +813,14 @@ def plan_auto_cdc_flow(target: str, flow: Optional[str] = None, *, state: PlanSt
     :param state: The graph's planner state.
     :param location: Where the flow is defined.
     :raises SdpExpectError: SDPX-DEF-108 when ``target`` carries expectations;
-        SDPX-DEF-112 for a second flow into a streaming table in a file format.
+        SDPX-DEF-112 for a second flow into a streaming table in a file format;
+        SDPX-DEF-119 when SDP cannot apply changes to the target's format.
     """
     if target in state.table_rules:
         raise auto_cdc_target_error(target, location)
+    state.auto_cdc_targets.setdefault(target, location)
     _note_flow(state, target, flow or target, location)
+    _check_auto_cdc_target(state, target)
 
 
 # --------------------------------------------------------------------------- one entry

@@ -262,6 +262,11 @@ def _dataset(logic: RuleLogic, spec: DatasetSpec, query: Optional[DataFrame],
     the user's query function ``func`` lends it its name and docstring."""
     flow = spec.query
     if spec.role is Role.TARGET:  # the dataset itself, with the user's options
+        # ... and the planner's format (a format that is the session's default is not
+        # declared: core.planner._stored_format)
+        options = {key: value for key, value in options.items() if key != "format"}
+        if spec.format is not None:
+            options["format"] = spec.format
         if flow is None:
             _sdp.create_streaming_table(spec.name, **options)
         else:

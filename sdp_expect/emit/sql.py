@@ -449,14 +449,15 @@ class Translator:
                         f"{name.text} is published in the catalog like the others.")
         where = statement.position.at_line()
         if statement.query is None:
-            self._write_plan(self._plan(TableDefinition(
-                rules, where, statement.using, scope.options)), name, name, None,
-                _head(statement), statement.position, scope, out)
+            plan = self._plan(TableDefinition(rules, where, statement.using, scope.options))
+            self._write_plan(plan, name, name, None, _head(statement, plan),
+                             statement.position, scope, out)
             return
         definition = DatasetDefinition(rules, kind, statement.checked, where,
                                        format=statement.using, options=scope.options)
-        self._write_plan(self._plan(definition), name, name, statement.query,
-                         f"{_head(statement)}\nAS ", statement.position, scope, out)
+        plan = self._plan(definition)
+        self._write_plan(plan, name, name, statement.query,
+                         f"{_head(statement, plan)}\nAS ", statement.position, scope, out)
 
     # -- flows ----------------------------------------------------------------------------
     def _flow(self, statement: FlowStatement, scope: _FileScope, out: _Writer) -> None:
@@ -620,14 +621,17 @@ def _unquoted(value: str) -> str:
     return value
 
 
-def _head(statement: DatasetStatement) -> str:
+def _head(statement: DatasetStatement, plan: Plan) -> str:
     """``CREATE <type> name [(columns)] [clauses]``, without the query, which each
-    statement of the dataset's plan puts after it in its own way."""
+    statement of the dataset's plan puts after it in its own way. ``USING`` is the
+    plan's format for the dataset (the planner leaves out one that is the session's
+    default: docs/formats.md), not the statement's as written."""
     lines = [f"CREATE {statement.type.value} {statement.name.text}"]
     if statement.columns:
         lines.append("(\n" + ",\n".join(f"  {column}" for column in statement.columns) + "\n)")
-    if statement.using:
-        lines.append(f"USING {statement.using}")
+    using = next((spec.format for spec in plan.datasets if spec.role is Role.TARGET), None)
+    if using:
+        lines.append(f"USING {using}")
     if statement.partitioned_by:
         lines.append(f"PARTITIONED BY {statement.partitioned_by}")
     if statement.cluster_by:

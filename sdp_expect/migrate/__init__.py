@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from sdp_expect.base.project import UNSET_VALUE
+from sdp_expect.base.table_formats import KEY_TABLE_FORMAT
 from sdp_expect.migrate.bundle import read_bundle
 from sdp_expect.migrate.output import EXIT_REVIEW, exit_status, to_json, to_text
 from sdp_expect.migrate.python_files import PythonMigration, migrate_python
@@ -305,7 +306,10 @@ def migrate(src: Path, dst: Path, *, name: Optional[str] = None,
             rewritten[rel] = moved.text.encode("utf-8")
         result.line_maps[rel] = [(rel, line) for line in moved.lines]
         statements, unconverted = read_sql(moved.text, rel, str(path.parent), configuration)
-        for finding in [*unconverted, *sql_findings(moved.text, rel)]:
+        found, uses_delta = sql_findings(moved.text, rel)
+        if uses_delta:
+            facts.configuration[KEY_TABLE_FORMAT] = "delta"
+        for finding in [*unconverted, *found]:
             at = finding.line
             if at is not None and 0 < at <= len(moved.lines):
                 finding = dataclasses.replace(finding, line=moved.lines[at - 1])
@@ -346,9 +350,12 @@ def migrate(src: Path, dst: Path, *, name: Optional[str] = None,
     for key, value in facts.configuration.items():
         if key not in configuration:
             configuration[key] = value
+            why = ("the project's tables are Delta Lake tables, as on Databricks: sdp-expect "
+                   "run starts Spark with Delta's jars and settings; docs/formats.md"
+                   if key == KEY_TABLE_FORMAT else
+                   "a file stream infers its schema from the files, as Auto Loader did")
             result.findings.append(Finding(CHANGED, SPEC_FILE, None, f"configuration {key}: "
-                                           f"{value} (a file stream infers its schema from the "
-                                           "files, as Auto Loader did)"))
+                                           f"{value} ({why})"))
     for root, uses in facts.roots.uses.items():
         key, value = facts.roots.key(root), facts.roots.value(root)
         configuration.setdefault(key, value)

@@ -103,7 +103,8 @@ def dry_run(dst: Path, line_maps: dict[str, list[tuple[str, int]]], *,
     output = done.stderr if document else done.stdout + "\n" + done.stderr
     result = CheckResult(ok=done.returncode == 0, status=done.returncode, output=output)
     if not result.ok:
-        coded = [*document.get("definition_errors", []), *document.get("rule_errors", [])]
+        coded = [*document.get("definition_errors", []), *document.get("rule_errors", []),
+                 *document.get("server_errors", [])]  # e.g. a table format's (SDPX-PRJ-404)
         result.errors = [_coded_error(entry, line_maps) for entry in coded
                          if isinstance(entry, dict)]
         result.errors += errors_of(output, dst, line_maps)

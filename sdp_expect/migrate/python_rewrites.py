@@ -10,7 +10,8 @@ caller's text edits), and reports what it did or could not do as findings:
   setting with ``spark.conf.get(...)``;
 - Databricks-only SQL functions in SQL text given to ``expr``, ``selectExpr``,
   ``filter``, the expectation decorators and ``spark.sql`` are reported;
-- ``format("delta")`` is reported with how to add Delta Lake;
+- ``format("delta")`` is kept, and the spec says the project's tables are Delta
+  (``sdp_expect.format: delta``, docs/formats.md);
 - a method that binds a read of another dataset of the pipeline to the previous
   update (``docs/early-binding.md``) is reported with its rewrite.
 """
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from sdp_expect.base.project import setting_text
+from sdp_expect.base.table_formats import KEY_TABLE_FORMAT
 from sdp_expect.core.model import DECORATORS, GROUP_DECORATORS
 from sdp_expect.migrate.edits import TextEdits
 from sdp_expect.migrate.sources import (
@@ -32,16 +34,13 @@ from sdp_expect.migrate.sources import (
     translate_options,
 )
 
-__all__ = ["DELTA_FIX", "ProjectFacts", "PythonRewriter", "dataset_names"]
+__all__ = ["DELTA_KEPT", "ProjectFacts", "PythonRewriter", "dataset_names"]
 
-DELTA_FIX = (
-    "Delta Lake is not part of open-source Spark. Fix: run with the Delta package and its two "
-    "settings: sdp-expect run --packages io.delta:delta-spark_2.13:<the Delta release built "
-    "for your Spark version> --conf spark.sql.extensions=io.delta.sql."
-    "DeltaSparkSessionExtension --conf spark.sql.catalog.spark_catalog="
-    "org.apache.spark.sql.delta.catalog.DeltaCatalog (or keep the default format: remove "
-    "format(\"delta\"))"
-)
+DELTA_KEPT = (
+    "kept: the project's tables are Delta Lake tables (the spec says "
+    f"{KEY_TABLE_FORMAT}: delta, and sdp-expect run starts Spark with Delta's jars and "
+    "settings; docs/formats.md)")
+"""What migrate says where it keeps ``format("delta")`` or ``USING DELTA``."""
 
 _DATASET_DECORATORS = {"table", "view", "materialized_view", "temporary_view"}
 _READER_TERMINALS = {"load", "table", "json", "csv", "parquet", "orc", "text", "xml"}
@@ -213,10 +212,12 @@ class PythonRewriter:
             if first.lower() == "cloudfiles":
                 self._auto_loader(node)
             elif first.lower() == "delta":
-                self.unconverted(node, f"format(\"delta\"): {DELTA_FIX}")
+                self.facts.configuration[KEY_TABLE_FORMAT] = "delta"
+                self.changed(node, f"format(\"delta\") {DELTA_KEPT}")
         for keyword in node.keywords:
             if keyword.arg == "format" and (_constant(keyword.value) or "").lower() == "delta":
-                self.unconverted(keyword.value, f"format=\"delta\": {DELTA_FIX}")
+                self.facts.configuration[KEY_TABLE_FORMAT] = "delta"
+                self.changed(keyword.value, f"format=\"delta\" {DELTA_KEPT}")
         if func.attr in _SQL_TEXT_METHODS:
             texts: list[ast.AST] = [*node.args, *[k.value for k in node.keywords]]
             for arg in texts:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 from sdp_expect.base.errors import Location, SdpExpectError
-from sdp_expect.migrate.result import NOT_CONVERTED, Finding
+from sdp_expect.migrate.result import CHANGED, NOT_CONVERTED, Finding
 
 if TYPE_CHECKING:
     from sdp_expect.dbsql.statements import StatementSummary
@@ -111,18 +111,21 @@ def _error_text(error: Any, file: str) -> str:
     return str(error)
 
 
-def sql_findings(text: str, file: str) -> list[Finding]:
-    """Databricks-only SQL functions and ``USING DELTA`` in a SQL file's statements."""
+def sql_findings(text: str, file: str) -> tuple[list[Finding], bool]:
+    """Databricks-only SQL functions and ``USING DELTA`` in a SQL file's statements, and
+    whether the file uses Delta (then the spec says the project's tables are Delta:
+    ``USING DELTA`` is kept, and said as a change)."""
     from sdp_expect.base.databricks_functions import DATABRICKS_ONLY_SQL_FUNCTIONS
     from sdp_expect.base.sqltokens import SqlTokenError, TokenKind
     from sdp_expect.dbsql.split import split
-    from sdp_expect.migrate.python_rewrites import DELTA_FIX
+    from sdp_expect.migrate.python_rewrites import DELTA_KEPT
 
     findings: list[Finding] = []
+    delta = False
     try:
         statements = split(text, file).statements
     except SqlTokenError:
-        return findings
+        return findings, delta
     for statement in statements:
         tokens = statement.tokens
         for index, token in enumerate(tokens[:-1]):
@@ -136,6 +139,6 @@ def sql_findings(text: str, file: str) -> list[Finding]:
                                         f"{DATABRICKS_ONLY_SQL_FUNCTIONS[name]}"))
             if token.kind is TokenKind.IDENT and name == "using" \
                     and tokens[index + 1].text.lower() == "delta":
-                findings.append(Finding(NOT_CONVERTED, file, token.line,
-                                        f"USING DELTA: {DELTA_FIX}"))
-    return findings
+                delta = True
+                findings.append(Finding(CHANGED, file, token.line, f"USING DELTA {DELTA_KEPT}"))
+    return findings, delta

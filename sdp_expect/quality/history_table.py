@@ -6,8 +6,9 @@ update's own counts: a materialized view's ``<dataset>_dq_metrics`` rows as they
 for a streaming table the sums over the rows of its batch log ``<table>_dq_batches``
 later than the newest ``_batch_time`` the history has counted for it. The view
 ``sdp_expect_event_log`` shows the same rows with Lakeflow's event-log columns.
-Everything is computed by Spark in one ``INSERT INTO ... SELECT`` per dataset: no record, no batch
-log row and no printed text of Spark comes to Python.
+Everything is computed by Spark in one write per update (one ``SELECT`` of every dataset's
+rows, inserted by position): no record, no batch log row and no printed text of Spark
+comes to Python.
 
 The table is not a pipeline dataset: a full refresh of the pipeline does not touch it.
 
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Collection, Mapping, Optional, Sequence, TypeVar
 
 from sdp_expect.base import names
+from sdp_expect.base.sqltokens import sql_string
 from sdp_expect.quality.summary import STREAMING_METRICS_COMMENT, UPDATED, QualityReport
 from sdp_expect.spark.own_process import run_module
 
@@ -44,7 +46,7 @@ __all__ = [
     "event_log_view_sql",
     "history_format",
     "EVENT_LOG_VIEW_COMMENT",
-    "insert_sql",
+    "rows_sql",
     "materialized_view_rows_sql",
     "read_history",
     "read_recent",
@@ -149,24 +151,32 @@ def create_table_sql(table: str, table_format: str) -> str:
     return f"CREATE TABLE IF NOT EXISTS {table} ({columns}) USING {table_format}"
 
 
-def _insert_head(table: str) -> str:
-    return f"INSERT INTO {table} ({', '.join(_quoted(n) for n, _ in HISTORY_COLUMNS)})"
+def rows_sql(selections: Sequence[str], *, pipeline: str, update_id: str,
+             update_time: datetime.datetime) -> str:
+    """One ``SELECT`` of the rows of every selection (:func:`materialized_view_rows_sql`,
+    :func:`streaming_table_rows_sql`), in the history table's column order, the
+    update's own columns first: one write, and one file, per update however many
+    datasets it recorded. Inserted by position (``insertInto``); its values are
+    literals, not named parameters (``sql_string``: Spark 4.1 leaves named
+    parameters unbound under Delta Lake's SQL parser, docs/formats.md).
 
-
-def insert_sql(table: str, selections: Sequence[str]) -> str:
-    """One ``INSERT`` of the rows of every selection (:func:`materialized_view_rows_sql`,
-    :func:`streaming_table_rows_sql`) into the history ``table``: one write, and one
-    file, per update however many datasets it recorded."""
-    return (f"{_insert_head(table)}\n"
-            + "\nUNION ALL\n".join(f"SELECT * FROM (\n{selection}\n)" for selection in selections))
+    :param update_time: The update's time (a naive one is local time, as pyspark reads it).
+    """
+    moment = (update_time if update_time.tzinfo else update_time.astimezone()
+              ).astimezone(datetime.timezone.utc).isoformat()
+    own = (f"{sql_string(pipeline)} AS pipeline, {sql_string(update_id)} AS update_id, "
+           f"CAST({sql_string(moment)} AS TIMESTAMP) AS update_time")
+    return "\nUNION ALL\n".join(f"SELECT {own}, * FROM (\n{selection}\n)"
+                                 for selection in selections)
 
 
 def materialized_view_rows_sql(metrics: str) -> str:
     """This update's rows of a materialized view: its metrics rows as they are.
 
-    Parameters: ``:pipeline``, ``:update_id``, ``:update_time``.
+    The update's own columns (``pipeline``, ``update_id``, ``update_time``) are not in
+    it: :func:`rows_sql` puts them first.
     """
-    return ("SELECT :pipeline, :update_id, :update_time, m.dataset, m.expectation, m.action,\n"
+    return ("SELECT m.dataset, m.expectation, m.action,\n"
             "  m.`constraint`, m.passed_records, m.failed_records, m.total_records,\n"
             f"  m.dropped_records, '{MATERIALIZED_VIEW}', CAST(NULL AS TIMESTAMP)\n"
             f"FROM {metrics} m")
@@ -182,7 +192,8 @@ def streaming_table_rows_sql(table: str, metrics: str, batch_log: str) -> str:
     is the newest ``_batch_time`` counted so far: this update's newest micro-batch, or,
     when the update read nothing, the one recorded before.
 
-    Parameters: ``:pipeline``, ``:update_id``, ``:update_time``.
+    The update's own columns (``pipeline``, ``update_id``, ``update_time``) are not in
+    it: :func:`rows_sql` puts them first.
     """
     time_, records, dropped, failed = (names.BATCH_TIME_COLUMN, names.BATCH_RECORDS_COLUMN,
                                        names.BATCH_DROPPED_COLUMN, names.BATCH_FAILED_COLUMN)
@@ -204,7 +215,7 @@ def streaming_table_rows_sql(table: str, metrics: str, batch_log: str) -> str:
         f"  FROM batches b LATERAL VIEW explode(b.{failed}) f AS rule, n\n"
         "  GROUP BY f.rule\n"
         ")\n"
-        "SELECT :pipeline, :update_id, :update_time, m.dataset, m.expectation, m.action,\n"
+        "SELECT m.dataset, m.expectation, m.action,\n"
         "  m.`constraint`,\n"
         "  CAST(t.total_records - coalesce(f.n, 0) AS BIGINT),\n"
         "  CAST(coalesce(f.n, 0) AS BIGINT),\n"
@@ -295,7 +306,6 @@ def record_history(spark: Any, *, pipeline: str, catalog: Optional[str] = None,
             spark.sql(event_log_view_sql(_qualified(catalog, database, names.EVENT_LOG_VIEW),
                                          table))
         written = HistoryWrite(table=table, update_id=update_id)
-        args = {"pipeline": pipeline, "update_id": update_id, "update_time": update_time}
         selections = []
         for name in sorted(listed):
             if not name.endswith(names.METRICS_SUFFIX):
@@ -312,11 +322,12 @@ def record_history(spark: Any, *, pipeline: str, catalog: Optional[str] = None,
             else:
                 selections.append(materialized_view_rows_sql(metrics))
         if selections:
-            spark.sql(insert_sql(table, selections), args=args)
+            spark.sql(rows_sql(selections, pipeline=pipeline, update_id=update_id,
+                               update_time=update_time)).write.insertInto(table)
         if recent_updates is None:
             counted = [(str(row["dataset"]), int(row["n"])) for row in spark.sql(
-                f"SELECT dataset, count(*) AS n FROM {table} WHERE update_id = :u "
-                "GROUP BY dataset", args={"u": update_id}).collect()]
+                f"SELECT dataset, count(*) AS n FROM {table} "
+                f"WHERE update_id = {sql_string(update_id)} GROUP BY dataset").collect()]
         else:
             try:
                 written.recent = _recent_rows(spark, table, pipeline=pipeline,
@@ -365,39 +376,37 @@ def read_history(spark: Any, *, catalog: Optional[str] = None,
     if table is None:
         return []
     conditions = []
-    args: dict[str, Any] = {}
     if pipeline is not None:
-        conditions.append("pipeline = :pipeline")
-        args["pipeline"] = pipeline
+        conditions.append(f"pipeline = {sql_string(pipeline)}")
     if limit is not None:
-        of_pipeline = "WHERE pipeline = :pipeline " if pipeline is not None else ""
+        of_pipeline = f"WHERE pipeline = {sql_string(pipeline)} " if pipeline is not None else ""
         conditions.append(f"update_id IN (SELECT update_id FROM {table} {of_pipeline}"
                           "GROUP BY update_id "
                           f"ORDER BY max(update_time) DESC LIMIT {int(limit)})")
     where = ("WHERE " + " AND ".join(conditions)) if conditions else ""
     rows = spark.sql(f"SELECT * FROM {table} {where} "
-                     "ORDER BY update_time DESC, dataset, expectation",
-                     args=args or None).collect()
+                     "ORDER BY update_time DESC, dataset, expectation").collect()
     return [{key: (value.isoformat() if isinstance(value, datetime.datetime) else value)
              for key, value in row.asDict().items()} for row in rows]
 
 
-def recent_sql(table: str, updates: int) -> str:
-    """The query of :func:`read_recent` (parameters ``:pipeline`` and ``:update``): per
+def recent_sql(table: str, updates: int, *, pipeline: str, update_id: str) -> str:
+    """The query of :func:`read_recent` for ``pipeline``'s update ``update_id``: per
     rule of the update, its rows up to the update (by time, then id, as
     :func:`~sdp_expect.quality.trends.rule_trends` orders them) that are the update's or
     checked records, the newest ``updates + 1``. One scan of the table: a window finds
     each rule's time in the update, a second one (same partitions) ranks the rows."""
     columns = ", ".join(_quoted(name) for name, _ in HISTORY_COLUMNS)
+    update = sql_string(update_id)
     return (
-        "WITH rules AS (SELECT h.*, max(CASE WHEN h.update_id = :update THEN h.update_time "
+        f"WITH rules AS (SELECT h.*, max(CASE WHEN h.update_id = {update} THEN h.update_time "
         "END) OVER (PARTITION BY h.dataset, h.expectation) AS _this_time "
-        f"FROM {table} h WHERE h.pipeline = :pipeline "
-        "AND (h.update_id = :update OR h.total_records > 0)), "
+        f"FROM {table} h WHERE h.pipeline = {sql_string(pipeline)} "
+        f"AND (h.update_id = {update} OR h.total_records > 0)), "
         "ranked AS (SELECT r.*, row_number() OVER (PARTITION BY r.dataset, r.expectation "
         "ORDER BY r.update_time DESC, r.update_id DESC) AS _rank FROM rules r "
         "WHERE r.update_time < r._this_time "
-        "OR (r.update_time = r._this_time AND r.update_id <= :update)) "
+        f"OR (r.update_time = r._this_time AND r.update_id <= {update})) "
         f"SELECT {columns} FROM ranked WHERE _rank <= {int(updates) + 1} "
         "ORDER BY update_time DESC, dataset, expectation")
 
@@ -419,9 +428,9 @@ def read_recent(spark: Any, *, pipeline: str, update_id: Optional[str] = None,
     if table is None:
         return []
     if update_id is None:
-        newest = spark.sql(f"SELECT update_id FROM {table} WHERE pipeline = :pipeline "
-                           "ORDER BY update_time DESC, update_id DESC LIMIT 1",
-                           args={"pipeline": pipeline}).collect()
+        newest = spark.sql(f"SELECT update_id FROM {table} "
+                           f"WHERE pipeline = {sql_string(pipeline)} "
+                           "ORDER BY update_time DESC, update_id DESC LIMIT 1").collect()
         if not newest:
             return []
         update_id = str(newest[0]["update_id"])
@@ -432,8 +441,8 @@ def read_recent(spark: Any, *, pipeline: str, update_id: Optional[str] = None,
 def _recent_rows(spark: Any, table: str, *, pipeline: str, update_id: str,
                  updates: int) -> list[dict[str, Any]]:
     """:func:`read_recent`'s rows from the existing history ``table`` (qualified)."""
-    rows = spark.sql(recent_sql(table, updates),
-                     args={"pipeline": pipeline, "update": update_id}).collect()
+    rows = spark.sql(recent_sql(table, updates, pipeline=pipeline,
+                                update_id=update_id)).collect()
     return [{key: (value.isoformat() if isinstance(value, datetime.datetime) else value)
              for key, value in row.asDict().items()} for row in rows]
 

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
 
+from sdp_expect.base.errors import Location, SdpExpectError
 from sdp_expect.base.project import Project, UsageProblem
-from sdp_expect.runtime.local_server import ServerRecord, project_lock, warm_server
+from sdp_expect.runtime.format_jars import format_setup
+from sdp_expect.runtime.local_server import ServerProblem, ServerRecord, project_lock, warm_server
 from sdp_expect.runtime.spark_pipelines import default_confs, is_local
 
 __all__ = ["DEFAULT_WAIT", "CatalogAccess", "add_wait_argument", "catalog_access", "catalog_turn",
@@ -76,10 +78,23 @@ class CatalogAccess:
 
 def catalog_access(project: Project, remote: Optional[str],
                    given: dict[str, str]) -> CatalogAccess:
-    """The way to ``project``'s catalog for ``--remote remote`` and ``--conf`` ``given``."""
+    """The way to ``project``'s catalog for ``--remote remote`` and ``--conf`` ``given``.
+
+    A Spark process of the command's own has the project's table format's jars and
+    settings (:func:`~sdp_expect.runtime.format_jars.format_setup`).
+
+    :raises ServerProblem: with the format's code when its jars cannot be had.
+    """
     remote = remote if not is_local(remote) else None
     warm = warm_server(project.folder.resolve()) if remote is None else None
-    confs = {} if remote else {**default_confs(project.folder), **given}
+    confs: dict[str, str] = {}
+    if not remote:
+        try:  # a process of the command's own needs the format's jars; a warm server has them
+            table_format = {} if warm else format_setup(project, given=given).confs()
+        except SdpExpectError as error:
+            raise ServerProblem(error.with_context(location=Location(str(project.spec)))
+                                ) from None
+        confs = {**default_confs(project.folder), **table_format, **given}
     own = not (remote or warm or _CATALOG_SETTINGS & set(given))
     return CatalogAccess(remote, warm, confs, own)
 

@@ -53,6 +53,7 @@ from typing import IO, Any, Callable, Iterator, Optional, TextIO
 
 from sdp_expect.base.errors import Location, SdpExpectError
 from sdp_expect.base.project import Project
+from sdp_expect.runtime.format_jars import format_setup
 from sdp_expect.runtime.spark_pipelines import (
     TOKEN_VARIABLE,
     Invocation,
@@ -200,6 +201,9 @@ class ServerPlan:
         project folder first, ``PYSPARK_PYTHON``).
     :param spark_submit: The ``spark-submit`` command.
     :param keep: Whether ``serve`` keeps it between runs.
+    :param format_options: The table format's jars and settings
+        (:meth:`~sdp_expect.runtime.format_jars.FormatSetup.server_options`), before the
+        user's options.
     """
 
     folder: Path
@@ -209,6 +213,7 @@ class ServerPlan:
     env: dict[str, str]
     spark_submit: str
     keep: bool = False
+    format_options: tuple[str, ...] = ()
 
     def command(self, port: int, server_id: str) -> list[str]:
         """The ``spark-submit`` command of a server on ``port`` with the id ``server_id``."""
@@ -217,7 +222,8 @@ class ServerPlan:
             option == "--master" or option.startswith("--master=") for option in self.options
         ) else ["--master", DEFAULT_MASTER]
         return [self.spark_submit, "--class", SERVER_CLASS, *master,
-                "--name", f"sdp-expect {self.name or self.folder.name}", *self.options,
+                "--name", f"sdp-expect {self.name or self.folder.name}",
+                *self.format_options, *self.options,
                 # Last, so that no option of the user's can change them.
                 "--conf", f"spark.connect.grpc.binding.address={LOOPBACK}",
                 "--conf", f"spark.connect.grpc.binding.port={port}",
@@ -239,7 +245,8 @@ class ServerPlan:
     @property
     def fingerprint(self) -> dict[str, Any]:
         """What a run compares with a warm server's: the user's options and the pyspark."""
-        return {"options": list(self.options), "pyspark": _pyspark_version()}
+        return {"options": list(self.options), "pyspark": _pyspark_version(),
+                **({"format": list(self.format_options)} if self.format_options else {})}
 
 
 def plan_server(project: Project, invocation: Invocation, *, keep: bool = False) -> ServerPlan:
@@ -249,14 +256,21 @@ def plan_server(project: Project, invocation: Invocation, *, keep: bool = False)
     :param invocation: From :func:`~sdp_expect.runtime.spark_pipelines.build_command`: its
         defaults, the user's server options and its environment.
     :param keep: A server that ``serve`` keeps between runs.
+    :raises ServerProblem: with SDPX-CFG-204, SDPX-PRJ-404 or SDPX-PRJ-405 when the
+        spec's table format cannot be had (before anything starts).
     """
     given = user_confs(invocation.server_options)
+    try:
+        setup = format_setup(project, given=given)
+    except SdpExpectError as error:
+        raise ServerProblem(error.with_context(location=Location(str(project.spec)))) from None
     extra = {**SERVER_DEFAULTS, **(KEPT_SERVER_DEFAULTS if keep else {})}
     properties = {**invocation.defaults,
                   **{key: value for key, value in extra.items() if key not in given}}
     return ServerPlan(folder=project.folder.resolve(), name=project.name,
                       options=tuple(invocation.server_options), properties=properties,
-                      env=dict(invocation.env), spark_submit=spark_submit_command(), keep=keep)
+                      env=dict(invocation.env), spark_submit=spark_submit_command(), keep=keep,
+                      format_options=tuple(setup.server_options()))
 
 
 # --------------------------------------------------------------------------- the record

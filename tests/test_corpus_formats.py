@@ -1,0 +1,49 @@
+"""The corpus on a table format: the projects of ``tests/corpus`` with
+``sdp_expect.format`` in their spec, run with ``sdp-expect run --format json
+--remote URL`` on the format's server (one for the module, as ``sdp-expect run``
+starts a project's: ``format_server.py``), three updates each, and after every update
+every table of the project's database read through Spark and compared with the same
+plain-Python oracle as on parquet (``corpus_oracle.py``). The projects between them
+hold drop, warn and fail rules, rule files, tolerances, temporary views, streaming
+tables over files and over other streaming tables, joins, aggregates and SQL notebooks
+(``test_corpus.py::test_the_corpus_covers_what_it_is_for``); every companion
+(quarantine, metrics, batch log) must come out as on parquet, stored in the format.
+
+Runs on the lines that have a release of the format (docs/formats.md), with the
+``table_formats`` marker (docs/testing.md).
+"""
+
+from __future__ import annotations
+
+import pytest
+from corpus_oracle import ORACLES
+from corpus_project import UPDATES, CorpusProject, assert_tables_equal, three_updates
+from sdp_runner import SparkServer
+
+from sdp_expect.base.table_formats import KEY_TABLE_FORMAT
+
+pytestmark = pytest.mark.table_formats
+
+_PROJECTS: dict[str, dict[str, CorpusProject]] = {}
+
+
+def _provider(project: CorpusProject, table: str) -> str:
+    rows = project.spark.sql(
+        f"DESCRIBE TABLE EXTENDED `{project.database}`.`{table}`").collect()
+    return next(str(row[1]) for row in rows if row[0] == "Provider").lower()
+
+
+@pytest.mark.parametrize("name", sorted(ORACLES))
+def test_every_table_after_each_of_three_updates_in_the_format(
+        format_server_of: tuple[str, SparkServer], tmp_path_factory: pytest.TempPathFactory,
+        name: str) -> None:
+    table_format, server = format_server_of
+    done = _PROJECTS.setdefault(table_format, {})
+    project = three_updates(server, tmp_path_factory.mktemp(f"{table_format}-{name}"), name,
+                            done, configuration={KEY_TABLE_FORMAT: table_format})
+    for update, actual, expected in zip(UPDATES, project.snapshots, project.expected,
+                                        strict=True):
+        assert_tables_equal(actual, expected.tables,
+                            f"{name} on {table_format}, after update {update}")
+    stored = {table: _provider(project, table) for table in project.snapshots[-1]}
+    assert set(stored.values()) == {table_format}, stored
