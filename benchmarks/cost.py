@@ -4,6 +4,7 @@ Run from the repository root::
 
     python benchmarks/cost.py [--rows 5000000] [--repeats 3] [--warmup 1]
         [--out cost.json] [--part all|cost|many] [--conf KEY=VALUE ...]
+        [--format parquet|delta|both]
 
 (the script puts the repository and ``tests/`` on ``sys.path`` itself: it
 uses the test harness ``tests/sdp_runner.py``). ``--help`` lists every option.
@@ -33,6 +34,13 @@ update) and of the registration alone, and the ratios c/b (target: at most
 
 Part ``many``: sdp-expect on a ``--many-rows`` table with ``--many-rules``
 expectations against the same with one; registration, dry run and real run.
+
+``--format`` (default parquet): the table format of every table, the source's
+included. ``delta`` starts the server with Delta Lake's jars and settings as
+``sdp-expect run`` does for ``sdp_expect.format: delta`` (pyspark 4.1 or 4.2);
+``both`` measures parquet, then Delta, each on a server of its own, in one run,
+and prints c/b of each side by side. The JSON holds each format's parts under
+``formats``.
 
 Every run must succeed and its outputs must match counts computed straight
 from the source table. A run that fails, hangs (``--run-timeout``) or
@@ -71,6 +79,9 @@ from pyspark.sql.connect.session import SparkSession
 from sdp_runner import Pipeline, RunResult, SparkServer
 
 from sdp_expect import pipelines as dp
+from sdp_expect.base.project import Project
+from sdp_expect.base.table_formats import KEY_TABLE_FORMAT
+from sdp_expect.runtime.format_jars import format_setup
 
 Definitions = Callable[[SparkSession], None]
 Checker = Callable[[RunResult], dict[str, Any]]
@@ -194,16 +205,18 @@ def orders_frame(spark: SparkSession, rows: int) -> DataFrame:
     )
 
 
-def write_orders(spark: SparkSession, table: str, rows: int) -> float:
-    """Generate the orders into a parquet table; returns the seconds it took.
+def write_orders(spark: SparkSession, table: str, rows: int,
+                 table_format: str = "parquet") -> float:
+    """Generate the orders into a table; returns the seconds it took.
 
     :param spark: The session to write with.
     :param table: The table's qualified name.
     :param rows: How many rows.
+    :param table_format: The table's format.
     """
     started = time.perf_counter()
     spark.sql(f"CREATE DATABASE IF NOT EXISTS `{DATA_DATABASE}`")
-    orders_frame(spark, rows).write.format("parquet").mode("overwrite").saveAsTable(table)
+    orders_frame(spark, rows).write.format(table_format).mode("overwrite").saveAsTable(table)
     return time.perf_counter() - started
 
 
@@ -491,13 +504,19 @@ class Bench:
         is stopped and the benchmark reports the run as failed.
     :param conf: Spark SQL settings for every pipeline (the harness passes
         them to the dataflow graph); empty for the defaults.
+    :param table_format: The format of every table (the server is started with its
+        jars and settings, as ``sdp-expect run`` starts a project's).
     """
 
-    def __init__(self, workdir: Path, run_timeout: float, conf: dict[str, str]) -> None:
+    def __init__(self, workdir: Path, run_timeout: float, conf: dict[str, str],
+                 table_format: str = "parquet") -> None:
         self.workdir = workdir
         self.run_timeout = run_timeout
-        self.conf = conf
-        self.server = SparkServer(workdir)
+        self.table_format = table_format
+        named = {} if table_format == "parquet" else {KEY_TABLE_FORMAT: table_format}
+        self.conf = {**named, **conf}
+        setup = format_setup(Project(spec=workdir / "spark-pipeline.yml", configuration=named))
+        self.server = SparkServer(workdir, conf=list(setup.confs().items()))
         self.control = self.server.session()
         self.pipelines_root = workdir / "pipelines"
         self.pipelines_root.mkdir(exist_ok=True)
@@ -601,7 +620,7 @@ def cost_part(bench: Bench, args: argparse.Namespace) -> dict[str, Any]:
     medians and ratios."""
     table = f"{DATA_DATABASE}.orders"
     print(f"generating {args.rows:,} orders into {table} ...", flush=True)
-    generate_s = write_orders(bench.control, table, args.rows)
+    generate_s = write_orders(bench.control, table, args.rows, bench.table_format)
     ref = reference_counts(bench.control, table, STANDARD_RULES)
     print(f"  {generate_s:.1f} s; kept {ref.kept:,}, dropped {ref.dropped:,}; violations per "
           f"rule: {ref.failed}", flush=True)
@@ -679,7 +698,7 @@ def many_part(bench: Bench, args: argparse.Namespace) -> dict[str, Any]:
     """One rule against ``--many-rules`` rules: registration, dry run and real run."""
     table = f"{DATA_DATABASE}.orders_many"
     print(f"generating {args.many_rows:,} orders into {table} ...", flush=True)
-    write_orders(bench.control, table, args.many_rows)
+    write_orders(bench.control, table, args.many_rows, bench.table_format)
     variants = []
     for count in (1, args.many_rules):
         rules = many_rules(count, args.many_drop_every)
@@ -746,6 +765,9 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser.add_argument("--query", choices=(*QUERIES, "both"), default="both",
                         help="part cost: the query before the rules (scan: the orders; "
                         "join: joined with an aggregate of them); both: one after the other")
+    parser.add_argument("--format", dest="table_format", choices=("parquet", "delta", "both"),
+                        default="parquet", help="the tables' format; both: parquet, then "
+                        "Delta Lake, each on a server of its own")
     parser.add_argument("--out", type=Path, help="also write the results as JSON here")
     parser.add_argument("--workdir", type=Path,
                         help="where to make the scratch folder for server log, warehouse "
@@ -791,6 +813,18 @@ def run_parts(bench: Bench, args: argparse.Namespace, results: dict[str, Any]) -
     return valid
 
 
+def print_formats(formats: dict[str, Any]) -> None:
+    """c/b of each format and query, side by side (when more than one format ran)."""
+    if len(formats) < 2:
+        return
+    print("c/b per format (sdp-expect / the same rules by hand, median run time):")
+    for table_format, parts in formats.items():
+        cost = parts.get("cost", {})
+        ratios = {query: cost[query]["ratios"]["c/b"] for query in QUERIES if query in cost}
+        shown = ", ".join(f"{query} {ratio:.3f}" for query, ratio in ratios.items())
+        print(f"  {table_format:<8} {shown or cost.get('error', 'not measured')}")
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     """Run the chosen parts; exit 1 when a run failed or outputs did not add up."""
     args = parse_args(argv)
@@ -800,11 +834,22 @@ def main(argv: Optional[list[str]] = None) -> int:
     results: dict[str, Any] = {"command": " ".join(sys.argv), "environment": environment(),
                                "conf": dict(args.conf)}
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # still stop the server
-    bench = Bench(workdir, args.run_timeout, dict(args.conf))
+    formats = ("parquet", "delta") if args.table_format == "both" else (args.table_format,)
+    results["formats"] = {}
+    valid = True
     try:
-        valid = run_parts(bench, args, results)
+        for table_format in formats:
+            print(f"== tables in {table_format}", flush=True)
+            folder = workdir / table_format
+            folder.mkdir()
+            bench = Bench(folder, args.run_timeout, dict(args.conf), table_format)
+            try:
+                results["formats"][table_format] = {}
+                valid = run_parts(bench, args, results["formats"][table_format]) and valid
+            finally:
+                bench.close()
+        print_formats(results["formats"])
     finally:
-        bench.close()
         if args.keep_workdir:
             print(f"kept {workdir}")
         else:

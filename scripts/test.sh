@@ -30,7 +30,8 @@ if [[ ${1-} == --all ]]; then
 fi
 newest=">=4.3,<5"
 cold="tests/test_cli_e2e.py::test_example_dry_run_passes"  # a cold run of the example
-middle="tests/test_table_formats_spark.py tests/test_versions.py tests/test_early_binding.py tests/test_routing_properties.py tests/test_corpus.py tests/test_companions.py tests/test_streaming.py tests/test_history.py $cold"
+delta42="tests/test_table_formats_spark.py::test_a_view_declared_with_the_format_updates_again_and_again tests/test_table_formats_spark.py::test_a_failed_update_leaves_the_last_good_data_in_every_view tests/test_table_formats_spark.py::test_the_history_table_is_written_and_read_in_the_format"
+middle="$delta42 tests/test_versions.py tests/test_early_binding.py tests/test_routing_properties.py tests/test_corpus.py tests/test_companions.py tests/test_streaming.py tests/test_history.py $cold"
 if [[ $mode == fast ]]; then
   default="$newest@pure or graph@explicit@@shared"
 else

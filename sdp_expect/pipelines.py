@@ -797,12 +797,14 @@ if _SDP_AUTO_CDC is not None:  # Spark 4.2+
         :param kwargs: The other keyword arguments of the same.
         """
         location = get_caller_source_code_location(stacklevel=1)
-        plan_auto_cdc_flow(target, kwargs.get("name"), state=graph_state(),
-                           location=_where(location))
+        # What the installed Spark cannot do at all is said first (SDPX-DEF-109), then
+        # what the graph makes of the flow (SDPX-DEF-108, -112, -119).
         scd_type = kwargs.get("stored_as_scd_type", args[5] if len(args) > 5 else None)
         if str(scd_type) == "2" and not spark_has(SCD_TYPE_2, _pyspark.__version__):
             raise _missing("SCD type 2 in create_auto_cdc_flow", SCD_TYPE_2).with_context(
                 dataset=target, location=_where(location))
+        plan_auto_cdc_flow(target, kwargs.get("name"), state=graph_state(),
+                           location=_where(location))
         with located(location):
             assert _SDP_AUTO_CDC is not None
             _SDP_AUTO_CDC(target, source, *args, **kwargs)

@@ -324,6 +324,15 @@ def test_sdp_expect_rejects_exactly_the_reads_plain_sdp_binds_early(
     third = pipeline.run()
     waited = {case: make for case, make in cases.items() if case not in bound}
     wrong_found = _wrong_tables(pipeline, third, waited)
+    unexpected = {case: cases[case] for case in wrong_found if case not in WRONG_DATA}
+    if unexpected:
+        # Plain SDP's flow of a waiting query has come out wrong once in a while on a
+        # loaded machine (limit, groupingSets: docs/testing.md): measured again once
+        # over the same data; only what is wrong twice counts, and both are printed.
+        again = _wrong_tables(pipeline, pipeline.run(), unexpected)
+        print(f"came out wrong once: {wrong_found}; measured again, still wrong: {again}")
+        wrong_found = {**{c: w for c, w in wrong_found.items() if c not in unexpected},
+                       **again}
     wrong_data = set(wrong_found)
 
     # sdp-expect: each query defined on its own graph, over the same datasets
@@ -349,11 +358,11 @@ def test_sdp_expect_rejects_exactly_the_reads_plain_sdp_binds_early(
             for case in cases}
     table = _matrix_table(rows)
     print(table)
-    assert set(rejected) == (bound | wrong_data) - REWRITTEN, table
     assert (bound, wrong_data) == (BOUND, WRONG_DATA), (
         f"plain SDP on pyspark {pyspark.__version__} differs from the measured matrix:\n"
         f"{table}\nwhat waited and came out wrong (its state, or its rows and the rows "
         f"expected): {wrong_found}")
+    assert set(rejected) == (bound | wrong_data) - REWRITTEN, table
     for case, error in rejected.items():
         assert error.code == "SDPX-DEF-110", (case, str(error))
         assert "'bronze" in str(error), (case, str(error))

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from chispa import assert_df_equality
 from cli_helpers import sdp_expect, set_storage
+from last_good_project import UPDATES, LastGoodProject, Tables
 from pyspark.sql import DataFrame
 from pyspark.sql.connect.session import SparkSession
 from sdp_runner import Pipeline, SparkServer, copy_project
@@ -201,3 +202,30 @@ def test_the_format_s_example_runs_again_and_again_through_sdp_expect_run(
                       "revenue_by_customer": 6, "orders_silver_dq_metrics": 3,
                       "revenue_by_customer_dq_metrics": 1}
     assert {_provider(spark, f"`{database}`.{table}") for table in counts} == {name}
+
+
+def test_a_failed_update_leaves_the_last_good_data_in_every_view(
+        format_server_of: tuple[str, SparkServer], tmp_path: Path) -> None:
+    """Good, good, a fail rule violated, good again, through ``sdp-expect run``: after the
+    failed update the view, its quarantine and metrics, and the view downstream read
+    exactly as after the last good one (restored to the version before the update's
+    ``TRUNCATE``), the run exits non-zero with the violation's line, and the next good
+    update is right again."""
+    name, server = format_server_of
+    project = LastGoodProject.create(server, tmp_path / "project",
+                                     f"configuration:\n  {KEY_TABLE_FORMAT}: {name}\n")
+    last_good = None
+    for number, (kind, rows) in enumerate(UPDATES):
+        status, summary, events = project.update(rows)
+        if kind == "good":
+            assert status == 0, events[-3000:]
+            assert summary["restored"] == []
+            last_good = Tables.of(rows)
+            assert project.tables() == last_good, number
+            continue
+        assert status != 0
+        assert "[EXPECTATION_VIOLATION]" in events and "'amount_known'" in events
+        restored = {entry["table"]: entry for entry in summary["restored"]}
+        assert set(restored) == {"orders", "orders_quarantine", "orders_dq_metrics", "totals"}
+        assert all(entry["version"] is not None for entry in restored.values()), restored
+        assert project.tables() == last_good, number

@@ -13,13 +13,14 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Mapping, Optional, Sequence
 
 from sdp_expect.base.errors import Location, SdpExpectError
 
-__all__ = ["DEFINITIONS_VARIABLE", "record_check_view", "record_definition",
-           "record_errors_on_exit", "record_query_view", "record_route"]
+__all__ = ["DEFINITIONS_VARIABLE", "DefinedDataset", "record_check_view", "record_dataset",
+           "record_definition", "record_errors_on_exit", "record_query_view", "record_route"]
 
 DEFINITIONS_VARIABLE = "SDP_EXPECT_DEFINITIONS"
 """The environment variable naming the definitions file (JSON lines)."""
@@ -69,6 +70,35 @@ def record_check_view(view: str, *, dataset: str, flow: str, expectation: str,
         "expectation": expectation, "constraint": constraint, "action": action,
         "location": None if place is None else str(place),
         "place": None if place is None else place.as_dict(), "query_view": query_view})
+
+
+@dataclass(frozen=True)
+class DefinedDataset:
+    """A dataset sdp-expect registered, as the definitions file records it.
+
+    :param name: Its name as registered (one, two or three parts).
+    :param type: ``materialized view``, ``streaming table`` or ``temporary view``.
+    :param owner: The dataset whose plan registered it (itself, or the dataset a
+        companion belongs to).
+    """
+
+    name: str
+    type: str
+    owner: str
+
+
+def record_dataset(name: str, *, type: str, owner: str) -> None:
+    """Record a dataset sdp-expect registers (``{"kind": "dataset", ...}``): after a
+    failed update, ``sdp-expect run`` brings back the last good data of the
+    materialized views among them (:mod:`sdp_expect.quality.last_good`).
+
+    :param name: The dataset, as registered.
+    :param type: Its kind's value (``materialized view``, ``streaming table``,
+        ``temporary view``).
+    :param owner: The dataset whose plan registers it (itself, or the one a companion
+        belongs to).
+    """
+    record_definition({"kind": "dataset", "name": name, "type": type, "owner": owner})
 
 
 def record_route(flow: str, views: Mapping[str, Optional[str]]) -> None:

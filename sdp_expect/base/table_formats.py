@@ -33,6 +33,7 @@ __all__ = [
     "TableFormat",
     "pyspark_line",
     "release_for",
+    "run_format",
     "table_format",
 ]
 
@@ -101,6 +102,9 @@ class TableFormat:
         Auto CDC flow (None: it takes one). SDP applies the changes with the row-level
         operations of Spark's table interface (DSv2 ``SupportsRowLevelOperations``)
         and checks the target for them when the flow starts.
+    :param restorable: Whether sdp-expect brings a materialized view back to its last
+        good version after a failed update (the format keeps versions, and sdp-expect
+        knows how to restore one: :mod:`sdp_expect.quality.last_good`).
     """
 
     name: str
@@ -110,6 +114,7 @@ class TableFormat:
     transactional_appends: bool
     missing_lines: Mapping[str, str]
     auto_cdc_refused: Optional[str] = None
+    restorable: bool = False
 
 
 def _delta(line: str, version: str) -> Release:
@@ -135,6 +140,7 @@ DELTA = TableFormat(
         "the DSv2 table interface) that SDP's Auto CDC writes with, so SDP refuses the "
         "target when the flow starts (AUTOCDC_TARGET_DOES_NOT_SUPPORT_MERGE; the Spark "
         "issue SPARK-57623 is open)"),
+    restorable=True,
 )
 
 _ICEBERG_NOT_YET = (
@@ -194,6 +200,21 @@ def table_format(configuration: Mapping[str, str]) -> TableFormat:
         raise SdpExpectError("SDPX-CFG-204", f"{KEY_TABLE_FORMAT} = {raw!r} is not a table "
                              f"format sdp-expect knows ({', '.join(FORMATS)})")
     return FORMATS[name]
+
+
+def run_format(configuration: Mapping[str, str], confs: Mapping[str, str]) -> TableFormat:
+    """The format a run stores its tables in: ``sdp_expect.format`` of the run's ``--conf``
+    or the spec, else Spark's ``spark.sql.sources.default`` among the run's settings when
+    it names a format sdp-expect knows, else parquet.
+
+    :raises SdpExpectError: SDPX-CFG-204 for a ``sdp_expect.format`` it does not know.
+    """
+    named = confs.get(KEY_TABLE_FORMAT) or configuration.get(KEY_TABLE_FORMAT)
+    if named:
+        return table_format({KEY_TABLE_FORMAT: named})
+    default = (confs.get("spark.sql.sources.default")
+               or configuration.get("spark.sql.sources.default") or "parquet")
+    return FORMATS.get(default.strip().lower(), PARQUET)
 
 
 def pyspark_line(version: str) -> str:

@@ -15,19 +15,27 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
+from sdp_expect.base.definitions import DefinedDataset
 from sdp_expect.base.project import Project
+from sdp_expect.base.table_formats import run_format
 from sdp_expect.cli.history import record_run_history
-from sdp_expect.quality.history_table import HistoryWrite, updated_metrics_tables
+from sdp_expect.quality.history_table import (
+    HistoryError,
+    HistoryWrite,
+    on_server,
+    updated_metrics_tables,
+)
+from sdp_expect.quality.last_good import Restored, restore_last_good, views_to_restore
 from sdp_expect.quality.summary import QualityReport, ReadError, TableReading
 from sdp_expect.quality.trends import RECENT_UPDATES
 from sdp_expect.report.build import build_report, completed_metrics_tables
 from sdp_expect.report.reader import read_tables, read_through_server
-from sdp_expect.runtime.spark_pipelines import EventLog, Invocation, Outcome
+from sdp_expect.runtime.spark_pipelines import EventLog, Invocation, Outcome, full_refresh_of
 
 __all__ = ["AfterFlows", "Done", "all_flows_completed", "finish", "read_run_tables",
-           "report_of"]
+           "report_of", "restore_views"]
 
 DONE_STATES = frozenset({"COMPLETED", "EXCLUDED"})
 """Flow states after which a flow writes nothing more in this run (``EXCLUDED``: not
@@ -77,6 +85,8 @@ class Done:
     :param written: The history rows written (``None``: nothing to record, or a failure).
     :param problems: What went wrong, one line each, for stderr.
     :param flows: The flows' states the history's datasets were chosen by.
+    :param restored: The materialized views of a failed update and what became of each
+        (brought back to the last good update's version, or why not).
     """
 
     reading: Optional[TableReading] = None
@@ -84,12 +94,58 @@ class Done:
     written: Optional[HistoryWrite] = None
     problems: list[str] = field(default_factory=list)
     flows: dict[str, str] = field(default_factory=dict)
+    restored: list[Restored] = field(default_factory=list)
+
+
+PARQUET_KEEPS_NO_VERSION = (
+    "it is empty until the next good update: its table format ({format}) keeps no earlier "
+    "version to go back to. Fix: store the project's tables in Delta Lake "
+    "(sdp_expect.format: delta in the spec's configuration; docs/formats.md), and a failed "
+    "update leaves the last good data in place")
+"""Why a view of a failed update was not restored, when the format keeps no versions."""
+
+
+def restore_views(project: Project, outcome: Outcome, datasets: Sequence[DefinedDataset],
+                  token: Optional[str]) -> tuple[list[Restored], list[str]]:
+    """After a run whose flows did not all complete: bring the materialized views whose
+    flows did not complete, and their companions, back to the last good update
+    (:mod:`sdp_expect.quality.last_good`), through the server the run went to.
+
+    :param datasets: The datasets the run's definitions file records.
+    :returns: What became of each view, and the problems to say (one line each).
+    """
+    named, every = full_refresh_of(outcome.invocation.command)
+    views = views_to_restore(datasets, outcome.events.flows, full_refresh=named,
+                             full_refresh_all=every)
+    if not views:
+        return [], []
+    chosen = run_format(project.configuration, outcome.invocation.confs)
+    if not chosen.restorable:
+        why = PARQUET_KEEPS_NO_VERSION.format(format=chosen.name)
+        return [Restored(view, reason=why) for view in views], []
+    invocation = outcome.invocation
+    url = invocation.server_url if token is not None else (
+        None if invocation.local else invocation.remote)
+    if not url:
+        return [Restored(view, reason="sdp-expect run restores through a Spark Connect "
+                         "server, and this run had none") for view in views], []
+    try:
+        return on_server(url, token, lambda spark: restore_last_good(
+            spark, views, catalog=project.catalog, database=project.database)), []
+    except HistoryError as error:
+        return [], [f"sdp-expect run: could not bring back the last good data of "
+                    f"{', '.join(views)}: {error}"]
 
 
 def _read_and_record(project: Project, outcome: Outcome, sample: int,
-                     token: Optional[str]) -> Done:
-    """After the run: read the tables, then record the datasets the report shows updated."""
+                     token: Optional[str],
+                     datasets: Sequence[DefinedDataset] = ()) -> Done:
+    """After the run: bring back the last good data of the views a failure emptied, read
+    the tables, then record the datasets the report shows updated."""
     done = Done(flows=dict(outcome.events.flows))
+    if not all_flows_completed(outcome.events.flows):
+        done.restored, problems = restore_views(project, outcome, datasets, token)
+        done.problems.extend(problems)
     try:
         done.reading = read_run_tables(project, outcome.invocation, sample, token=token)
     except ReadError as error:
@@ -168,9 +224,12 @@ class AfterFlows:
 
 
 def finish(project: Project, outcome: Outcome, sample: int, *, token: Optional[str],
-           early: Optional[AfterFlows]) -> Done:
+           early: Optional[AfterFlows], datasets: Sequence[DefinedDataset] = ()) -> Done:
     """The reading and the history write of a run that has ended: the early work's when
-    it started and the flows are as it saw them, otherwise done now.
+    it started and the flows are as it saw them, otherwise done now (with, for a run
+    whose flows did not all complete, the last good data of the views it emptied
+    brought back first: :func:`restore_views`, over ``datasets``, the definitions
+    file's).
 
     When the flows changed after the early work started (SDP does not change a completed
     flow's state; this is a guard), the tables are read again for the summary, and the
@@ -182,7 +241,7 @@ def finish(project: Project, outcome: Outcome, sample: int, *, token: Optional[s
     """
     done = early.result() if early is not None else None
     if done is None:
-        return _read_and_record(project, outcome, sample, token)
+        return _read_and_record(project, outcome, sample, token, datasets)
     if done.flows != outcome.events.flows and done.reading is not None:
         try:
             done.reading = read_run_tables(project, outcome.invocation, sample, token=token)

@@ -37,6 +37,7 @@ from sdp_expect.quality.alerts import (
     evaluate_alerts,
     unmatched_alert_keys,
 )
+from sdp_expect.quality.last_good import Restored
 from sdp_expect.quality.summary import DEFAULT_SAMPLE, QualityReport
 from sdp_expect.quality.trends import RuleTrend, rule_trends
 from sdp_expect.report.as_json import (
@@ -48,7 +49,13 @@ from sdp_expect.report.as_json import (
 from sdp_expect.report.comparison import add_trends, alert_lines, comparison_lines, this_update
 from sdp_expect.report.last_summaries import save_last_summaries
 from sdp_expect.report.reader import prepare_reading
-from sdp_expect.report.text import dataset_rule_lines, to_text, tolerance_lines, violation_lines
+from sdp_expect.report.text import (
+    dataset_rule_lines,
+    restored_lines,
+    to_text,
+    tolerance_lines,
+    violation_lines,
+)
 from sdp_expect.runtime.catalog_access import add_wait_argument
 from sdp_expect.runtime.local_server import (
     ServerProblem,
@@ -269,6 +276,7 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
         events_out, mode, color=color, write=write_text,
         waiting="checking the pipeline's definitions" if dry else "no flow reported yet")
     report: Optional[QualityReport] = None
+    restored: list[Restored] = []
     trends: list[RuleTrend] = []
     alerts: list[Alert] = []
     with open(log_path, "w", encoding="utf-8", errors="replace") as log, \
@@ -303,7 +311,9 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
                 ran = bool(outcome.events.flows or outcome.events.violations)
                 if not dry and not args.no_summary and ran:
                     # while the server is up: the tables are read through it
-                    done = finish(project, outcome, args.sample, token=token, early=early)
+                    done = finish(project, outcome, args.sample, token=token, early=early,
+                                  datasets=Definitions.read(definitions).datasets)
+                    restored = done.restored
                     for line in done.problems:
                         write_text(sys.stderr, line + "\n")
                     if done.reading is None:
@@ -338,6 +348,7 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
                                     "started_at": started, "finished_at": finished,
                                     "rule_errors": [r.as_dict() for r in outcome.rule_errors],
                                     "definition_errors": Definitions.read(definitions).errors}
+        document["restored"] = [entry.as_dict() for entry in restored]
         if report is not None:
             document.update(report_dict(report))
             add_trends(document, trends)
@@ -374,6 +385,8 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
             lines.append(paint(unmet_rules.dataset, "bold", color))
             lines.extend(dataset_rule_lines(unmet_rules, color, "  "))
         write_text(sys.stdout, "\n".join(lines) + "\n")
+    if restored:
+        write_text(sys.stdout, "\n".join(restored_lines(restored, color=color)) + "\n")
     write_text(sys.stdout, paint(f"full log: {_shown_path(log_path)}\n", "dim", color))
     write_text(sys.stdout, _final_line(action, outcome, status, color, len(alerts)))
     return status

@@ -20,6 +20,7 @@ from pyspark.pipelines.graph_element_registry import get_active_graph_element_re
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from sdp_expect.base.definitions import record_dataset
 from sdp_expect.core.compiler import (
     GUARD_RECORDS,
     GUARD_ROW,
@@ -299,6 +300,7 @@ def emit(plan: Plan, query: Optional[DataFrame], func: Callable[..., Any],
     options.pop("spark_conf", None)
     for spec in plan.datasets:
         _dataset(logic, spec, query, func, options)
+        record_dataset(spec.name, type=spec.kind.value, owner=plan.rules.dataset)
     for flow in plan.flows:
         if flow.step in _BATCH_LOG_STEPS:
             _sql_flow(logic, flow)

@@ -34,6 +34,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional
 
+from sdp_expect.base.definitions import record_dataset
 from sdp_expect.base.errors import Location, SdpExpectError
 from sdp_expect.base.options import (
     KEY_METRICS,
@@ -505,6 +506,7 @@ class Translator:
         views = {spec.name: spec for spec in plan.datasets
                  if spec.kind is DatasetKind.TEMPORARY_VIEW and spec.role is not Role.TARGET}
         for spec in plan.datasets:
+            record_dataset(spec.name, type=spec.kind.value, owner=plan.rules.dataset)
             if spec.name in views:
                 continue
             text = sql.dataset(spec)

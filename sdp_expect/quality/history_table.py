@@ -46,6 +46,7 @@ __all__ = [
     "event_log_view_sql",
     "history_format",
     "EVENT_LOG_VIEW_COMMENT",
+    "on_server",
     "rows_sql",
     "materialized_view_rows_sql",
     "read_history",
@@ -460,7 +461,7 @@ def _through(url: str, token: Optional[str]) -> str:
     return f"{url}/;token={token}" if token else url
 
 
-def _on_server(url: str, token: Optional[str], work: Callable[[Any], _T]) -> _T:
+def on_server(url: str, token: Optional[str], work: Callable[[Any], _T]) -> _T:
     """``work(spark)`` in a session of the Spark Connect server at ``url``, stopped after.
 
     :raises HistoryError: when the server cannot be reached or ``work`` fails (a
@@ -486,12 +487,12 @@ def record_through(url: str, token: Optional[str], **options: Any) -> HistoryWri
 
     :raises HistoryError: when the server cannot be reached or a statement fails.
     """
-    return _on_server(url, token, lambda spark: record_history(spark, **options))
+    return on_server(url, token, lambda spark: record_history(spark, **options))
 
 
 def show_through(url: str, token: Optional[str], **options: Any) -> list[dict[str, Any]]:
     """:func:`read_history` through a Spark Connect server, in this process."""
-    return _on_server(url, token, lambda spark: read_history(spark, **options))
+    return on_server(url, token, lambda spark: read_history(spark, **options))
 
 
 def _in_own_process(folder: Path, confs: Mapping[str, str], arguments: Sequence[str],
@@ -547,7 +548,7 @@ def record_in_own_process(folder: Path, confs: Mapping[str, str], *, pipeline: s
 
 def recent_through(url: str, token: Optional[str], **options: Any) -> list[dict[str, Any]]:
     """:func:`read_recent` through a Spark Connect server, in this process."""
-    return _on_server(url, token, lambda spark: read_recent(spark, **options))
+    return on_server(url, token, lambda spark: read_recent(spark, **options))
 
 
 def recent_in_own_process(folder: Path, confs: Mapping[str, str], *, pipeline: str,

@@ -17,6 +17,7 @@ from sdp_expect.base.violation import (
     rate_text,
 )
 from sdp_expect.core.model import Action
+from sdp_expect.quality.last_good import Restored
 from sdp_expect.quality.summary import (
     FAILED,
     LAST_SUCCESS,
@@ -213,3 +214,20 @@ def to_text(report: QualityReport, *, color: bool = False, title: str = "Data qu
         lines.append("No <dataset>_dq_metrics tables found: no dataset with expectations "
                      "has been updated yet (run `sdp-expect run`).")
     return "\n".join(lines) + "\n"
+
+
+def restored_lines(restored: Sequence[Restored], *, color: bool = False) -> list[str]:
+    """The summary's section on the materialized views of a failed update: each brought
+    back to the last good update's version, or why it was not (none: no section)."""
+    if not restored:
+        return []
+    back = [entry for entry in restored if entry.version is not None]
+    title = ("== The failed update's views hold the last good update's data"
+             if len(back) == len(restored) else "== The failed update's views")
+    lines = ["", paint(title, "bold", color)]
+    width = max(len(entry.table) for entry in restored)
+    for entry in restored:
+        what = (f"restored to version {entry.version}" if entry.version is not None
+                else paint(f"not restored: {entry.reason}", "yellow", color))
+        lines.append(f"  {entry.table:<{width}}  {what}")
+    return lines

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from sdp_expect.base.definitions import DefinedDataset
 from sdp_expect.base.errors import Location, SdpExpectError
 
 __all__ = ["ChildOutput", "Definitions", "RuleError", "line_kind"]
@@ -96,6 +97,8 @@ class Definitions:
     routes: dict[str, dict[str, Optional[str]]] = field(default_factory=dict)
     """Flow name -> the route views it reads -> the table each stands for (``None``: SQL
     text)."""
+    datasets: list[DefinedDataset] = field(default_factory=list)
+    """The datasets sdp-expect registered, in order (``record_dataset``)."""
 
     def route_views(self) -> dict[str, Optional[str]]:
         """Every route view of the graph -> the table it stands for."""
@@ -119,6 +122,10 @@ class Definitions:
                 found.queries[str(entry["view"])] = entry
             elif kind == "error":
                 found.errors.append(entry)
+            elif kind == "dataset":
+                found.datasets.append(DefinedDataset(str(entry.get("name")),
+                                                     str(entry.get("type")),
+                                                     str(entry.get("owner"))))
             elif kind == "route" and isinstance(entry.get("views"), dict):
                 found.routes.setdefault(str(entry["flow"]), {}).update(
                     {str(view): None if reads is None else str(reads)

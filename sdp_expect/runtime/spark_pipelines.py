@@ -70,6 +70,7 @@ __all__ = [
     "Outcome",
     "build_command",
     "default_confs",
+    "full_refresh_of",
     "highlight",
     "is_local",
     "remote_of",
@@ -355,6 +356,26 @@ def _without_remote(options: Sequence[str]) -> list[str]:
 
 PIPELINE_OPTIONS = {"--full-refresh": True, "--full-refresh-all": False, "--refresh": True}
 """The options of ``spark-pipelines run`` itself (True: it takes a value)."""
+
+
+def full_refresh_of(command: Sequence[str]) -> tuple[list[str], bool]:
+    """What a run's ``command`` refreshes from scratch: the datasets of its
+    ``--full-refresh`` options (comma-separated), and whether it has
+    ``--full-refresh-all``."""
+    named: list[str] = []
+    every = False
+    index = 0
+    while index < len(command):
+        name, equals, value = command[index].partition("=")
+        if name == "--full-refresh-all":
+            every = True
+        elif name == "--full-refresh":
+            if not equals and index + 1 < len(command):
+                index += 1
+                value = command[index]
+            named += [part.strip() for part in value.split(",") if part.strip()]
+        index += 1
+    return named, every
 
 
 def _pipeline_options(run_options: Sequence[str]) -> Optional[list[str]]:

@@ -1,0 +1,33 @@
+"""A failed update on parquet, through ``sdp-expect run``: Spark's file tables keep no
+earlier version, so the views the failure emptied stay empty until the next good
+update, and the run says so, with why and the fix (``last_good_project.py``; the same
+project on Delta Lake comes back to its last good data: ``test_table_formats_spark.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from last_good_project import UPDATES, LastGoodProject, Tables
+from sdp_runner import SparkServer
+
+
+def test_on_parquet_a_failed_update_leaves_its_views_empty_and_says_why(
+        spark_server: SparkServer, tmp_path: Path) -> None:
+    project = LastGoodProject.create(spark_server, tmp_path / "project")
+    for number, (kind, rows) in enumerate(UPDATES):
+        status, summary, events = project.update(rows)
+        if kind == "good":
+            assert status == 0, events[-3000:]
+            assert summary["restored"] == []
+            assert project.tables() == Tables.of(rows), number
+            continue
+        assert status != 0
+        assert "[EXPECTATION_VIOLATION]" in events and "'amount_known'" in events
+        restored = {entry["table"]: entry for entry in summary["restored"]}
+        assert set(restored) == {"orders", "orders_quarantine", "orders_dq_metrics", "totals"}
+        assert all(entry["version"] is None and "(parquet) keeps no earlier version"
+                   in entry["reason"] and "sdp_expect.format: delta" in entry["reason"]
+                   for entry in restored.values()), restored
+        after = project.tables()
+        assert (after.orders, after.totals, after.metrics) == ([], (0, None), {})
