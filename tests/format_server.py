@@ -39,7 +39,10 @@ def start(name: str, workdir: Path) -> Iterator[SparkServer]:
     try:
         release_for(FORMATS[name], pyspark.__version__)
     except SdpExpectError as error:
-        pytest.skip(f"{error.detail} (SDPX-PRJ-404)")
+        lines = ", ".join(sorted(FORMATS[name].releases)) or "none yet"
+        pytest.skip(f"{error.detail} (SDPX-PRJ-404): these tests run on the pyspark lines "
+                    f"{FORMATS[name].title} has a release for ({lines}), which "
+                    "scripts/test.sh --all runs them on (docs/testing.md)")
     setup = format_setup(Project(spec=workdir / "spark-pipeline.yml",
                                  configuration={KEY_TABLE_FORMAT: name}))
     server = SparkServer(workdir, conf=[*server_conf(), *setup.confs().items(),

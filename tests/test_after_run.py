@@ -6,7 +6,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sdp_expect.cli.after_run import DONE_STATES, all_flows_completed
+from sdp_expect.cli.after_run import all_flows_completed
+from sdp_expect.quality.last_good import DONE_STATES
 from sdp_expect.runtime.spark_pipelines import EventLog
 
 STATES = ["QUEUED", "PLANNING", "STARTING", "RUNNING", "COMPLETED", "FAILED", "SKIPPED",

@@ -24,7 +24,7 @@ from typing import Callable, Optional
 
 from sdp_expect.base.errors import SdpExpectError
 from sdp_expect.base.project import read_bool
-from sdp_expect.base.table_formats import KEY_TABLE_FORMAT, table_format
+from sdp_expect.base.table_formats import DEFAULT_FORMAT_KEY, KEY_TABLE_FORMAT, table_format
 
 __all__ = ["KEY_DEFAULT_FORMAT", "KEY_FILE_FORMAT_FLOWS", "KEY_METRICS", "KEY_METRICS_FROM",
            "KEY_NULL_RESULT", "KEY_QUARANTINE", "PipelineOptions", "read_options"]
@@ -34,8 +34,9 @@ KEY_QUARANTINE = "sdp_expect.quarantine"
 KEY_METRICS = "sdp_expect.metrics"
 KEY_FILE_FORMAT_FLOWS = "sdp_expect.multiple_flows_on_file_formats"
 KEY_METRICS_FROM = "sdp_expect.metrics_from"
-KEY_DEFAULT_FORMAT = "spark.sql.sources.default"
-"""Spark's own setting: the format of a table declared without one."""
+KEY_DEFAULT_FORMAT = DEFAULT_FORMAT_KEY
+"""Spark's own setting: the format of a table declared without one
+(:data:`~sdp_expect.base.table_formats.DEFAULT_FORMAT_KEY`)."""
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from typing import Mapping, Optional
 from sdp_expect.base.errors import SdpExpectError
 
 __all__ = [
+    "DEFAULT_FORMAT_KEY",
     "FILE_FORMATS",
     "FILE_TABLES_HAVE_NO_MERGE",
     "FORMATS",
@@ -39,6 +40,9 @@ __all__ = [
 
 KEY_TABLE_FORMAT = "sdp_expect.format"
 """The spec's setting that names the project's table format."""
+
+DEFAULT_FORMAT_KEY = "spark.sql.sources.default"
+"""Spark's own setting: the format of a table declared without one."""
 
 
 @dataclass(frozen=True)
@@ -212,8 +216,8 @@ def run_format(configuration: Mapping[str, str], confs: Mapping[str, str]) -> Ta
     named = confs.get(KEY_TABLE_FORMAT) or configuration.get(KEY_TABLE_FORMAT)
     if named:
         return table_format({KEY_TABLE_FORMAT: named})
-    default = (confs.get("spark.sql.sources.default")
-               or configuration.get("spark.sql.sources.default") or "parquet")
+    default = (confs.get(DEFAULT_FORMAT_KEY) or configuration.get(DEFAULT_FORMAT_KEY)
+               or "parquet")
     return FORMATS.get(default.strip().lower(), PARQUET)
 
 

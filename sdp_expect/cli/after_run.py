@@ -27,7 +27,12 @@ from sdp_expect.quality.history_table import (
     on_server,
     updated_metrics_tables,
 )
-from sdp_expect.quality.last_good import Restored, restore_last_good, views_to_restore
+from sdp_expect.quality.last_good import (
+    DONE_STATES,
+    Restored,
+    restore_last_good,
+    views_to_restore,
+)
 from sdp_expect.quality.summary import QualityReport, ReadError, TableReading
 from sdp_expect.quality.trends import RECENT_UPDATES
 from sdp_expect.report.build import build_report, completed_metrics_tables
@@ -36,11 +41,6 @@ from sdp_expect.runtime.spark_pipelines import EventLog, Invocation, Outcome, fu
 
 __all__ = ["AfterFlows", "Done", "all_flows_completed", "finish", "read_run_tables",
            "report_of", "restore_views"]
-
-DONE_STATES = frozenset({"COMPLETED", "EXCLUDED"})
-"""Flow states after which a flow writes nothing more in this run (``EXCLUDED``: not
-selected by ``--refresh``). ``FAILED`` is not one: SDP may start a failed flow again."""
-
 
 def all_flows_completed(flows: Mapping[str, str]) -> bool:
     """Every flow of the run is done and at least one completed (SDP queues every flow

@@ -18,7 +18,7 @@ from sdp_expect.base.options import (
     KEY_QUARANTINE,
 )
 from sdp_expect.base.project import setting_text
-from sdp_expect.base.table_formats import KEY_TABLE_FORMAT
+from sdp_expect.base.table_formats import KEY_TABLE_FORMAT, run_format
 from sdp_expect.base.terminal import write_text
 from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from sdp_expect.core.planner import RETRY_KEY, SHUFFLE_PARTITIONS_KEY
@@ -73,11 +73,11 @@ def _spec_conf(path: str) -> dict[str, str]:
         raise ValueError("'configuration' is not a mapping")
     conf = {key: setting_text(value) for key, value in configuration.items()
             if key in _TRANSLATE_KEYS}
-    named = configuration.get(KEY_TABLE_FORMAT)
-    if named is not None:
+    if configuration.get(KEY_TABLE_FORMAT) is not None:
         # sdp-expect run stores the tables of a project that names its format in it
         # (spark.sql.sources.default): translate as that run's session would.
-        conf.setdefault(KEY_DEFAULT_FORMAT, setting_text(named))
+        chosen = run_format({KEY_TABLE_FORMAT: setting_text(configuration[KEY_TABLE_FORMAT])}, {})
+        conf.setdefault(KEY_DEFAULT_FORMAT, chosen.name)
     return conf
 
 

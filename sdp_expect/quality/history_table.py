@@ -33,6 +33,7 @@ from typing import Any, Callable, Collection, Mapping, Optional, Sequence, TypeV
 
 from sdp_expect.base import names
 from sdp_expect.base.sqltokens import sql_string
+from sdp_expect.base.table_formats import DEFAULT_FORMAT_KEY
 from sdp_expect.quality.summary import STREAMING_METRICS_COMMENT, UPDATED, QualityReport
 from sdp_expect.spark.own_process import run_module
 
@@ -87,7 +88,7 @@ MATERIALIZED_VIEW = "materialized view"
 STREAMING_TABLE = "streaming table"
 """``dataset_kind`` of a streaming table."""
 
-FORMAT_SETTING = "spark.sql.sources.default"
+FORMAT_SETTING = DEFAULT_FORMAT_KEY
 """The pipeline setting that names its table format (Spark's default: parquet)."""
 
 _FORMAT = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from sdp_expect.base.definitions import DefinedDataset
+from sdp_expect.core.compiler import quoted
 
 __all__ = [
     "DONE_STATES",
@@ -38,8 +39,9 @@ __all__ = [
 ]
 
 DONE_STATES = frozenset({"COMPLETED", "EXCLUDED"})
-"""Flow states after which a view holds this update's data (``COMPLETED``), or was not
-touched by it (``EXCLUDED``: not selected by ``--refresh``)."""
+"""Flow states after which a flow writes nothing more in this run: ``COMPLETED`` (a view
+then holds this update's data) or ``EXCLUDED`` (not selected by ``--refresh``: not
+touched). ``FAILED`` is not one: SDP may start a failed flow again."""
 
 MATERIALIZED_VIEW = "materialized view"
 """The ``type`` the definitions file gives a materialized view."""
@@ -108,7 +110,7 @@ def _qualified(name: str, catalog: Optional[str], database: Optional[str]) -> st
         parts = [database, *parts]
     if len(parts) == 2 and catalog:
         parts = [catalog, *parts]
-    return ".".join("`" + part.replace("`", "``") + "`" for part in parts)
+    return ".".join(quoted(part) for part in parts)
 
 
 def version_before_truncate(history: Sequence[tuple[int, str]]) -> Optional[int]:

@@ -37,6 +37,7 @@ from typing import Mapping, Optional
 from sdp_expect.base.errors import SdpExpectError
 from sdp_expect.base.project import Project
 from sdp_expect.base.table_formats import (
+    DEFAULT_FORMAT_KEY,
     KEY_TABLE_FORMAT,
     Artifact,
     TableFormat,
@@ -46,7 +47,6 @@ from sdp_expect.base.table_formats import (
 
 __all__ = [
     "CACHE_VARIABLE",
-    "DEFAULT_FORMAT_KEY",
     "MAVEN_CENTRAL",
     "REPOSITORY_VARIABLE",
     "FormatSetup",
@@ -61,8 +61,6 @@ REPOSITORY_VARIABLE = "SDP_EXPECT_MAVEN_REPOSITORY"
 """The environment variable that names a Maven repository to fetch from (a mirror)."""
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 """Where jars come from by default."""
-DEFAULT_FORMAT_KEY = "spark.sql.sources.default"
-"""Spark's setting of the format of a table declared without one."""
 FETCH_TIMEOUT = 120.0
 """Seconds one download may take."""
 
