@@ -20,6 +20,8 @@ from typing import Any, Optional
 from cli_helpers import sdp_expect, write_project
 from sdp_runner import SparkServer
 
+from sdp_expect.base import names
+
 CODE = """\
     from pyspark.sql import SparkSession
 
@@ -50,6 +52,11 @@ UPDATES: list[tuple[str, list[Row]]] = [
     ("good", [(1, 10), (None, 5), (2, 20), (4, 40)]),
 ]
 """Each update: whether a fail rule stops it, and the source's records."""
+
+FAILING_MESSAGE = ("[EXPECTATION_VIOLATION] Flow 'orders' failed to meet the expectation. "
+                   "Violated expectations: 'amount_known'. "
+                   "Output record: '{\"id\":3,\"amount\":null}'.")
+"""The fail rule's message in the failing update, on every format."""
 
 
 @dataclass
@@ -99,6 +106,15 @@ class LastGoodProject:
         done = sdp_expect("run", "--format", "json", "--remote", self.server.url,
                           cwd=self.root)
         return done.returncode, json.loads(done.stdout), done.stderr
+
+    def history(self) -> list[list[dict[str, Any]]]:
+        """The history table's rows, one list per recorded update, oldest first."""
+        rows = [row.asDict() for row in self.server.session().sql(
+            f"SELECT * FROM `{self.database}`.`{names.HISTORY_TABLE}`").collect()]
+        updates: dict[str, list[dict[str, Any]]] = {}
+        for row in sorted(rows, key=lambda r: (r["update_time"], r["update_id"])):
+            updates.setdefault(row["update_id"], []).append(row)
+        return list(updates.values())
 
     def tables(self) -> Tables:
         """The tables as Spark reads them."""

@@ -18,7 +18,10 @@ from sdp_runner import MakePipeline, Pipeline
 from sdp_expect import pipelines as dp
 from sdp_expect.base import names
 from sdp_expect.quality.history_table import (
+    ADDED_COLUMNS,
+    COMPLETED,
     HISTORY_COLUMNS,
+    HISTORY_COMMENT,
     MATERIALIZED_VIEW,
     STREAMING_TABLE,
     HistoryError,
@@ -271,6 +274,43 @@ def test_rows_equal_the_metrics_of_a_materialized_view(make_pipeline: MakePipeli
                        .select(*columns), ignore_row_order=True, ignore_nullable=True)
 
 
+def test_a_history_table_made_before_the_outcome_columns_gets_them(
+        make_pipeline: MakePipeline) -> None:
+    """A history table written by an earlier version (without ``outcome`` and
+    ``restored_version``, no comment) keeps its rows and gets the new columns and the
+    comment at the next write: the old rows read NULL there, the new ones ``COMPLETED``;
+    the write after that finds it up to date."""
+    pipeline = make_pipeline()
+    pipeline.definitions = _define(pipeline.path("inbox"))
+    write_json(pipeline.path("inbox"), "1.json", [(1, 1)])
+    pipeline.create_table("src", [(1, 5), (None, 20)], SCHEMA)
+    assert pipeline.run().ok
+    table = f"`{pipeline.database}`.`{names.HISTORY_TABLE}`"
+    before = HISTORY_COLUMNS[:-len(ADDED_COLUMNS)]
+    pipeline.spark.sql(f"CREATE TABLE {table} ("
+                       + ", ".join(f"`{name}` {kind}" for name, kind in before)
+                       + ") USING parquet")
+    pipeline.spark.sql(
+        f"INSERT INTO {table} SELECT 'shop', 'old', current_timestamp(), 'orders', 'small', "
+        "'warn', 'amount < 10', 1, 0, 1, 0, 'materialized view', NULL")
+    first, second = _record(pipeline), _record(pipeline)
+    every = pipeline.spark.read.table(table)
+    assert [f.name for f in every.schema.fields] == [name for name, _ in HISTORY_COLUMNS]
+    outcomes = Counter((r["update_id"], r["outcome"], r["restored_version"])
+                       for r in every.collect())
+    assert outcomes == Counter({("old", None, None): 1,
+                                (first.update_id, COMPLETED, None): first.rows,
+                                (second.update_id, COMPLETED, None): second.rows})
+    assert first.rows == second.rows == 6, outcomes
+    described = {str(r[0]): str(r[1]) for r in pipeline.spark.sql(
+        f"DESCRIBE TABLE EXTENDED {table}").collect()}
+    assert described.get("Comment") == HISTORY_COMMENT, described
+    # The catalog's listing, which each write reads, shows it: no upgrade runs again.
+    listed = {t.name: t.description for t in pipeline.spark.catalog.listTables(
+        f"`{pipeline.database}`")}
+    assert listed[names.HISTORY_TABLE] == HISTORY_COMMENT, listed
+
+
 def test_a_streaming_tables_rows_add_up_to_its_metrics(make_pipeline: MakePipeline) -> None:
     """The history and the metrics view read the same batch log in two ways (the history
     per update, the metrics since the last full refresh): over several updates, the
@@ -332,7 +372,8 @@ def test_a_run_records_the_datasets_its_summary_shows_as_updated() -> None:
 
 
 def test_a_table_format_must_be_a_name() -> None:
-    assert create_table_sql("`h`", "delta").endswith(") USING delta")
+    assert create_table_sql("`h`", "delta").endswith(
+        f") USING delta COMMENT '{HISTORY_COMMENT}'")
     with pytest.raises(HistoryError, match="not a table format name"):
         create_table_sql("`h`", "parquet; DROP TABLE x")
 

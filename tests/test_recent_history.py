@@ -18,7 +18,8 @@ T0 = datetime.datetime(2026, 12, 1, 8, 0, 0)
 
 def _history(seed: int) -> list[dict[str, Any]]:
     """Two pipelines sharing the table over 14 updates each; datasets left out of some
-    updates (not refreshed), updates that checked nothing, equal times broken by id."""
+    updates (not refreshed), updates that checked nothing, updates whose view failed and
+    was brought back (``FAILED``, no counts), equal times broken by id."""
     rng = random.Random(seed)
     rows = []
     for pipeline in ("shop", "other"):
@@ -28,15 +29,21 @@ def _history(seed: int) -> list[dict[str, Any]]:
                 if update < 13 and rng.random() < 0.35:
                     continue
                 total = 0 if rng.random() < 0.25 else rng.randint(1, 50)
+                restored = rng.randint(1, 30) if rng.random() < 0.15 else None
                 for rule in rules:
                     failed = rng.randint(0, total)
+                    counts: dict[str, Any] = {
+                        "passed_records": total - failed, "failed_records": failed,
+                        "total_records": total, "dropped_records": 0}
+                    if restored is not None:
+                        counts = dict.fromkeys(counts)
                     rows.append({
                         "pipeline": pipeline, "update_id": f"{pipeline}-{update:02d}",
                         "update_time": when, "dataset": dataset, "expectation": rule,
-                        "action": "warn", "constraint": "x", "passed_records": total - failed,
-                        "failed_records": failed, "total_records": total,
-                        "dropped_records": 0, "dataset_kind": "materialized view",
-                        "last_batch_time": None})
+                        "action": "warn", "constraint": "x", **counts,
+                        "dataset_kind": "materialized view", "last_batch_time": None,
+                        "outcome": "COMPLETED" if restored is None else "FAILED",
+                        "restored_version": restored})
     return rows
 
 

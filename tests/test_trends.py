@@ -6,9 +6,11 @@ import datetime
 from fractions import Fraction
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sdp_expect.cli.history import print_rows
 from sdp_expect.quality.trends import RECENT_UPDATES, rule_trends
 
 T0 = datetime.datetime(2026, 12, 1, 8, 0, 0)
@@ -46,6 +48,19 @@ def test_an_update_that_checked_nothing_has_no_rate_and_is_not_recent() -> None:
     assert trend.change() == Fraction(1, 10) - Fraction(2, 10)
 
 
+def test_an_update_whose_view_was_restored_makes_no_point() -> None:
+    """A failed update whose view went back to its last good data has rows that say so
+    (``outcome`` FAILED, no counts; docs/history.md): they make no point, so the rule's
+    latest point stays the last update that counted records."""
+    failed = dict(_row(3, 0, 0), outcome="FAILED", restored_version=7, passed_records=None,
+                  failed_records=None, total_records=None, dropped_records=None)
+    rows = [dict(_row(1, 2, 10), outcome=None), dict(_row(2, 1, 10), outcome="COMPLETED"),
+            failed]
+    trend = rule_trends(rows)[0]
+    assert [p.update_id for p in trend.points] == ["u001", "u002"]
+    assert rule_trends([failed]) == []
+
+
 counts = st.tuples(st.integers(0, 50), st.integers(0, 50)).map(
     lambda pair: (min(pair), max(pair)))
 
@@ -65,3 +80,17 @@ def test_the_recent_rate_pools_the_last_updates_that_checked_records(
     assert trend.change(window) == (None if latest is None or expected is None
                                     else latest - expected)
     assert RECENT_UPDATES == 5
+
+
+def test_history_show_says_which_updates_failed_and_where_they_went_back(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``sdp-expect history show``'s text: a failed update's row has no counts and says
+    the version it was restored to; a usual row leaves the outcome blank."""
+    failed = dict(_row(3, 0, 0), outcome="FAILED", restored_version=7, passed_records=None,
+                  failed_records=None, total_records=None, dropped_records=None)
+    print_rows([failed, dict(_row(2, 1, 10), outcome="COMPLETED")], "text")
+    heading, restored, usual = capsys.readouterr().out.splitlines()
+    assert heading.split() == ["update", "time", "dataset", "rule", "action", "passed",
+                               "failed", "total", "dropped", "outcome"]
+    assert restored.split()[-6:] == ["drop", "failed,", "restored", "to", "version", "7"]
+    assert usual.split()[-5:] == ["drop", "9", "1", "10", "1"]

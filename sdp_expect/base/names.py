@@ -27,6 +27,8 @@ __all__ = [
     "EVENT_LOG_VIEW",
     "FAILED_EXPECTATIONS_COLUMN",
     "HISTORY_TABLE",
+    "OUTCOME_COMPLETED",
+    "OUTCOME_FAILED",
     "METRICS_COMMENT_HEAD",
     "METRICS_COLUMNS",
     "METRICS_SUFFIX",
@@ -56,6 +58,13 @@ BATCH_LOG_SUFFIX = "_dq_batches"
 HISTORY_TABLE = "sdp_expect_dq_history"
 """The history table: one row per dataset, expectation and update, in the pipeline's catalog
 and database; not a pipeline dataset, so a full refresh keeps it (docs/history.md)."""
+
+OUTCOME_COMPLETED = "COMPLETED"
+"""The history's ``outcome`` of a dataset the update recomputed: its counts are the
+update's own (rows written before the column existed read NULL, and were all such)."""
+OUTCOME_FAILED = "FAILED"
+"""The history's ``outcome`` of a materialized view whose flow failed in the update and
+whose last good data was brought back (``restored_version``): no counts."""
 
 EVENT_LOG_VIEW = "sdp_expect_event_log"
 """The view over :data:`HISTORY_TABLE` with Lakeflow's event-log columns (docs/history.md)."""

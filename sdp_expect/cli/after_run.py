@@ -31,6 +31,7 @@ from sdp_expect.quality.last_good import (
     DONE_STATES,
     Restored,
     restore_last_good,
+    restored_metrics,
     views_to_restore,
 )
 from sdp_expect.quality.summary import QualityReport, ReadError, TableReading
@@ -154,7 +155,8 @@ def _read_and_record(project: Project, outcome: Outcome, sample: int,
     done.recorded, done.written = record_run_history(
         project, outcome.invocation,
         updated_metrics_tables(report_of(done.reading, outcome)), token=token,
-        recent_updates=RECENT_UPDATES, say=done.problems.append)
+        recent_updates=RECENT_UPDATES, say=done.problems.append,
+        restored=restored_metrics(datasets, done.restored))
     return done
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from sdp_expect.base import names
 from sdp_expect.base.errors import SdpExpectError
@@ -45,7 +45,8 @@ from sdp_expect.runtime.catalog_access import (
 from sdp_expect.runtime.local_server import ServerProblem
 from sdp_expect.runtime.spark_pipelines import Invocation
 
-__all__ = ["HISTORY_DESCRIPTION", "add_history", "command_history", "record_run_history"]
+__all__ = ["HISTORY_DESCRIPTION", "add_history", "command_history", "print_rows",
+           "record_run_history"]
 
 HISTORY_DESCRIPTION = f"""\
 The data-quality history: the table {names.HISTORY_TABLE} in the pipeline's
@@ -216,7 +217,7 @@ def _history_action(args: argparse.Namespace, action: str, project: Project,
             rows = (show_through(url, token, limit=args.updates, **where) if url
                     else show_in_own_process(project.folder, confs, limit=args.updates,
                                              **where))
-            _print_rows(rows, args.format)
+            print_rows(rows, args.format)
     except HistoryError as error:
         write_text(sys.stderr, f"sdp-expect history {action}: {error}\n")
         return EXIT_PROBLEMS
@@ -270,18 +271,32 @@ def _print_written(written: HistoryWrite, form: str) -> None:
 
 
 _SHOWN = ("update_time", "dataset", "expectation", "action", "passed_records",
-          "failed_records", "total_records", "dropped_records")
-_HEADINGS = ("update time", "dataset", "rule", "action", "passed", "failed", "total", "dropped")
+          "failed_records", "total_records", "dropped_records", "outcome")
+_HEADINGS = ("update time", "dataset", "rule", "action", "passed", "failed", "total", "dropped",
+             "outcome")
 
 
-def _print_rows(rows: list[dict[str, Any]], form: str) -> None:
+def _cell(row: dict[str, Any], column: str) -> str:
+    """One cell of ``history show``'s text: no count where the update counted nothing;
+    the outcome said only where it is not the usual one."""
+    value = row.get(column)
+    if column == "outcome":
+        if value != names.OUTCOME_FAILED:
+            return ""
+        version = row.get("restored_version")
+        return "failed" + (f", restored to version {version}" if version is not None else "")
+    return "" if value is None else str(value)
+
+
+def print_rows(rows: list[dict[str, Any]], form: str) -> None:
+    """``history show``'s rows on stdout: JSON (``form`` ``json``) or a text table."""
     if form == "json":
         write_text(sys.stdout, json.dumps(rows, indent=2, default=str) + "\n")
         return
     if not rows:
         write_text(sys.stdout, f"{names.HISTORY_TABLE} has no rows yet\n")
         return
-    table = [list(_HEADINGS)] + [[str(row.get(c, "")) for c in _SHOWN] for row in rows]
+    table = [list(_HEADINGS)] + [[_cell(row, c) for c in _SHOWN] for row in rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(_HEADINGS))]
     numeric = {4, 5, 6, 7}
     write_text(sys.stdout, "".join(
@@ -293,6 +308,7 @@ def _print_rows(rows: list[dict[str, Any]], form: str) -> None:
 def record_run_history(project: Project, invocation: Invocation, tables: Sequence[str], *,
                        token: Optional[str], recent_updates: Optional[int] = None,
                        say: Optional[Callable[[str], None]] = None,
+                       restored: Optional[Mapping[str, int]] = None,
                        ) -> tuple[bool, Optional[HistoryWrite]]:
     """After ``sdp-expect run``: append this run's rows to the history, through the server
     the summary is read through. A failure is said on stderr.
@@ -304,16 +320,19 @@ def record_run_history(project: Project, invocation: Invocation, tables: Sequenc
     :param recent_updates: Also read back, in the same session, the rows that compare
         this update with its ``recent_updates`` recent ones (:attr:`HistoryWrite.recent`).
     :param say: Where a failure's line goes (default: stderr).
+    :param restored: The metrics tables of the views brought back to their last good
+        data after a failure, with the version each dataset's view went back to
+        (:func:`~sdp_expect.quality.last_good.restored_metrics`): their rows say so.
     :returns: False when the history could not be written; what was written (``None``
         when nothing was to be recorded, or on failure).
     """
-    if not tables:
+    if not tables and not restored:
         return True, None
     options: dict[str, Any] = {
         "pipeline": project.name, "catalog": project.catalog, "database": project.database,
         "table_format": _format(project, dict(invocation.confs)),
         "metrics_tables": list(tables),
-        "recent_updates": recent_updates}
+        "recent_updates": recent_updates, "restored": dict(restored or {})}
     try:
         if invocation.server_url and token is not None:
             written = record_through(invocation.server_url, token, **options)

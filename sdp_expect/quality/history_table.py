@@ -50,6 +50,12 @@ __all__ = [
     "on_server",
     "rows_sql",
     "materialized_view_rows_sql",
+    "restored_view_rows_sql",
+    "upgrade_sql",
+    "ADDED_COLUMNS",
+    "COMPLETED",
+    "FAILED",
+    "HISTORY_COMMENT",
     "read_history",
     "read_recent",
     "recent_in_own_process",
@@ -78,8 +84,23 @@ HISTORY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("dropped_records", "BIGINT"),
     ("dataset_kind", "STRING"),
     ("last_batch_time", "TIMESTAMP"),
+    ("outcome", "STRING"),
+    ("restored_version", "BIGINT"),
 )
 """The history table's columns and types, in order (docs/history.md#the-table)."""
+
+ADDED_COLUMNS: tuple[tuple[str, str], ...] = HISTORY_COLUMNS[-2:]
+"""The columns added to the table after it was first released (``outcome``,
+``restored_version``): a table made before them gets them (``ALTER TABLE ... ADD
+COLUMNS``) at the next write, its older rows reading NULL there (:data:`COMPLETED`)."""
+
+HISTORY_COMMENT = "sdp-expect data-quality history, v2"
+"""The history table's comment: a table whose comment differs (absent: made before
+:data:`ADDED_COLUMNS`) is brought up to date at the next write. Bump the version when
+the columns change again."""
+
+COMPLETED = names.OUTCOME_COMPLETED
+FAILED = names.OUTCOME_FAILED
 
 _T = TypeVar("_T")
 
@@ -93,7 +114,7 @@ FORMAT_SETTING = DEFAULT_FORMAT_KEY
 
 _FORMAT = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
-EVENT_LOG_VIEW_COMMENT = "sdp-expect event log over sdp_expect_dq_history, v1"
+EVENT_LOG_VIEW_COMMENT = "sdp-expect event log over sdp_expect_dq_history, v2"
 """The event-log view's comment. A run replaces the view only when the catalog lists it
 with another comment (absent, or made by an earlier version whose query differed):
 bump the version whenever :func:`event_log_view_sql` changes."""
@@ -150,7 +171,23 @@ def create_table_sql(table: str, table_format: str) -> str:
     if not _FORMAT.match(table_format):
         raise HistoryError(f"{table_format!r} is not a table format name")
     columns = ", ".join(f"{_quoted(name)} {kind}" for name, kind in HISTORY_COLUMNS)
-    return f"CREATE TABLE IF NOT EXISTS {table} ({columns}) USING {table_format}"
+    return (f"CREATE TABLE IF NOT EXISTS {table} ({columns}) USING {table_format} "
+            f"COMMENT {sql_string(HISTORY_COMMENT)}")
+
+
+def upgrade_sql(table: str, columns: Collection[str]) -> list[str]:
+    """The statements that bring the history ``table`` (qualified, quoted), whose columns
+    are ``columns``, up to :data:`HISTORY_COLUMNS` and :data:`HISTORY_COMMENT`: the
+    missing :data:`ADDED_COLUMNS` added at the end (older rows read NULL there), then
+    the comment."""
+    have = {name.lower() for name in columns}
+    missing = [(name, kind) for name, kind in ADDED_COLUMNS if name not in have]
+    statements = []
+    if missing:
+        added = ", ".join(f"{_quoted(name)} {kind}" for name, kind in missing)
+        statements.append(f"ALTER TABLE {table} ADD COLUMNS ({added})")
+    statements.append(f"COMMENT ON TABLE {table} IS {sql_string(HISTORY_COMMENT)}")
+    return statements
 
 
 def rows_sql(selections: Sequence[str], *, pipeline: str, update_id: str,
@@ -180,7 +217,24 @@ def materialized_view_rows_sql(metrics: str) -> str:
     """
     return ("SELECT m.dataset, m.expectation, m.action,\n"
             "  m.`constraint`, m.passed_records, m.failed_records, m.total_records,\n"
-            f"  m.dropped_records, '{MATERIALIZED_VIEW}', CAST(NULL AS TIMESTAMP)\n"
+            f"  m.dropped_records, '{MATERIALIZED_VIEW}', CAST(NULL AS TIMESTAMP),\n"
+            f"  '{COMPLETED}', CAST(NULL AS BIGINT)\n"
+            f"FROM {metrics} m")
+
+
+def restored_view_rows_sql(metrics: str, version: int) -> str:
+    """The rows of a materialized view whose flow failed in the update and whose last good
+    data was brought back to ``version`` (:mod:`sdp_expect.quality.last_good`): one per
+    rule of its metrics view as restored (the last good update's rules), ``outcome``
+    :data:`FAILED`, ``restored_version`` the view's version, and no counts (NULL: the
+    update counted nothing that stayed).
+
+    The update's own columns are not in it: :func:`rows_sql` puts them first.
+    """
+    return ("SELECT m.dataset, m.expectation, m.action, m.`constraint`,\n"
+            "  CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT),\n"
+            f"  CAST(NULL AS BIGINT), '{MATERIALIZED_VIEW}', CAST(NULL AS TIMESTAMP),\n"
+            f"  '{FAILED}', CAST({int(version)} AS BIGINT)\n"
             f"FROM {metrics} m")
 
 
@@ -222,7 +276,7 @@ def streaming_table_rows_sql(table: str, metrics: str, batch_log: str) -> str:
         "  CAST(t.total_records - coalesce(f.n, 0) AS BIGINT),\n"
         "  CAST(coalesce(f.n, 0) AS BIGINT),\n"
         "  CAST(t.total_records AS BIGINT), CAST(t.dropped_records AS BIGINT),\n"
-        f"  '{STREAMING_TABLE}', coalesce(t.newest, s.t)\n"
+        f"  '{STREAMING_TABLE}', coalesce(t.newest, s.t), '{COMPLETED}', CAST(NULL AS BIGINT)\n"
         f"FROM {metrics} m CROSS JOIN totals t CROSS JOIN since s\n"
         "LEFT JOIN failed f ON f.rule = m.expectation")
 
@@ -232,10 +286,11 @@ def event_log_view_sql(view: str, table: str) -> str:
     (both qualified, quoted): one ``flow_progress`` event per recorded update and dataset,
     with Lakeflow's event-log columns (docs/history.md#the-event-log-view).
 
-    ``details`` is a VARIANT built with ``to_variant_object``: its
-    ``flow_progress.data_quality`` has ``dropped_records`` and ``expectations``, an array
-    of objects with ``name``, ``dataset``, ``passed_records`` and ``failed_records``
-    (sorted by name).
+    ``details`` is a VARIANT built with ``to_variant_object``: its ``flow_progress``
+    has ``status`` (``COMPLETED``, or ``FAILED`` for a view brought back to its last
+    good data, with ``restored_version``) and ``data_quality``, which has
+    ``dropped_records`` and ``expectations``, an array of objects with ``name``,
+    ``dataset``, ``passed_records`` and ``failed_records`` (sorted by name).
     """
     expectations = ("array_sort(collect_list(named_struct('name', h.expectation, "
                     "'dataset', h.dataset, 'passed_records', h.passed_records, "
@@ -249,7 +304,8 @@ def event_log_view_sql(view: str, table: str) -> str:
         "  named_struct('pipeline_name', h.pipeline, 'update_id', h.update_id,\n"
         "               'flow_name', h.dataset, 'dataset_name', h.dataset) AS origin,\n"
         "  to_variant_object(named_struct('flow_progress', named_struct(\n"
-        "    'status', 'COMPLETED',\n"
+        f"    'status', max(coalesce(h.outcome, '{COMPLETED}')),\n"
+        "    'restored_version', max(h.restored_version),\n"
         "    'data_quality', named_struct('dropped_records', max(h.dropped_records),\n"
         f"                                 'expectations', {expectations})))) AS details\n"
         f"FROM {table} h\n"
@@ -268,9 +324,11 @@ def record_history(spark: Any, *, pipeline: str, catalog: Optional[str] = None,
                    metrics_tables: Optional[Collection[str]] = None,
                    update_id: Optional[str] = None,
                    update_time: Optional[datetime.datetime] = None,
-                   recent_updates: Optional[int] = None) -> HistoryWrite:
-    """Append this update's counts to the history table (creating it if absent), and
-    (re)create the event-log view over it.
+                   recent_updates: Optional[int] = None,
+                   restored: Optional[Mapping[str, int]] = None) -> HistoryWrite:
+    """Append this update's counts to the history table (creating it if absent, bringing
+    a table made by an earlier version up to date: :func:`upgrade_sql`), and (re)create
+    the event-log view over it.
 
     :param spark: A Spark session (classic or Spark Connect) on the pipeline's catalog.
     :param pipeline: The pipeline's name (the spec's ``name``).
@@ -286,8 +344,13 @@ def record_history(spark: Any, *, pipeline: str, catalog: Optional[str] = None,
     :param update_time: When the counts are recorded; default now.
     :param recent_updates: Also read, after writing, :func:`read_recent` for this update
         (into :attr:`HistoryWrite.recent`): what ``sdp-expect run`` compares and alerts on.
+    :param restored: The metrics tables of the materialized views whose flows failed in
+        the update and whose last good data was brought back, each with the version its
+        view was restored to: their rows say so (:func:`restored_view_rows_sql`), whether
+        or not ``metrics_tables`` names them.
     :raises HistoryError: when Spark refuses a statement.
     """
+    restored = dict(restored or {})
     update_id = update_id or str(uuid.uuid4())
     update_time = update_time or datetime.datetime.now(datetime.timezone.utc)
     try:
@@ -304,6 +367,9 @@ def record_history(spark: Any, *, pipeline: str, catalog: Optional[str] = None,
         if names.HISTORY_TABLE not in listed:
             fmt = table_format or spark.conf.get(FORMAT_SETTING, "parquet") or "parquet"
             spark.sql(create_table_sql(table, fmt))
+        elif listed[names.HISTORY_TABLE] != HISTORY_COMMENT:
+            for statement in upgrade_sql(table, spark.table(table).columns):
+                spark.sql(statement)
         if listed.get(names.EVENT_LOG_VIEW) != EVENT_LOG_VIEW_COMMENT:
             spark.sql(event_log_view_sql(_qualified(catalog, database, names.EVENT_LOG_VIEW),
                                          table))
@@ -312,13 +378,16 @@ def record_history(spark: Any, *, pipeline: str, catalog: Optional[str] = None,
         for name in sorted(listed):
             if not name.endswith(names.METRICS_SUFFIX):
                 continue
-            if metrics_tables is not None and name not in metrics_tables:
+            if metrics_tables is not None and name not in metrics_tables \
+                    and name not in restored:
                 continue
             if not listed[name].startswith(names.METRICS_COMMENT_HEAD):
                 continue  # a table of that name that sdp-expect did not make
             dataset = name[: -len(names.METRICS_SUFFIX)]
             metrics = _qualified(catalog, database, name)
-            if STREAMING_METRICS_COMMENT in listed[name]:
+            if name in restored:
+                selections.append(restored_view_rows_sql(metrics, restored[name]))
+            elif STREAMING_METRICS_COMMENT in listed[name]:
                 log = _qualified(catalog, database, names.batch_log_name(dataset))
                 selections.append(streaming_table_rows_sql(table, metrics, log))
             else:
@@ -527,6 +596,7 @@ def record_in_own_process(folder: Path, confs: Mapping[str, str], *, pipeline: s
                           table_format: Optional[str] = None,
                           metrics_tables: Optional[Collection[str]] = None,
                           recent_updates: Optional[int] = None,
+                          restored: Optional[Mapping[str, int]] = None,
                           timeout: float = 900.0) -> HistoryWrite:
     """:func:`record_history` on the project's local catalog, in a Spark process of its own.
 
@@ -541,6 +611,8 @@ def record_in_own_process(folder: Path, confs: Mapping[str, str], *, pipeline: s
         arguments += ["--none"]
     if recent_updates is not None:
         arguments += ["--recent", str(recent_updates)]
+    for name, version in (restored or {}).items():
+        arguments += ["--restored", f"{name}={int(version)}"]
     found = _in_own_process(folder, confs, arguments, timeout)
     return HistoryWrite(table=str(found["table"]), update_id=str(found["update_id"]),
                         datasets=[str(d) for d in found["datasets"]], rows=int(found["rows"]),
@@ -585,6 +657,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--none", action="store_true")
     parser.add_argument("--limit", type=int)
     parser.add_argument("--recent", type=int)
+    parser.add_argument("--restored", action="append", default=[])
     parser.add_argument("--conf", action="append", default=[])
     options = parser.parse_args(argv)
     from pyspark.sql import SparkSession
@@ -603,7 +676,9 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
             written = record_history(
                 spark, pipeline=options.pipeline, catalog=options.catalog,
                 database=options.database, table_format=options.table_format,
-                metrics_tables=tables, recent_updates=options.recent)
+                metrics_tables=tables, recent_updates=options.recent,
+                restored={name: int(version) for name, _, version in
+                          (pair.rpartition("=") for pair in options.restored)})
             result = {"result": dict(written.as_dict(), recent=written.recent)}
         elif options.what == "recent":
             result = {"result": read_recent(spark, pipeline=options.pipeline,

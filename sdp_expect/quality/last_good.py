@@ -28,12 +28,14 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from sdp_expect.base.definitions import DefinedDataset
+from sdp_expect.base.names import METRICS_SUFFIX
 from sdp_expect.core.compiler import quoted
 
 __all__ = [
     "DONE_STATES",
     "Restored",
     "restore_last_good",
+    "restored_metrics",
     "version_before_truncate",
     "views_to_restore",
 ]
@@ -151,3 +153,25 @@ def restore_last_good(spark: Any, views: Sequence[str], *, catalog: Optional[str
         spark.sql(f"RESTORE TABLE {table} TO VERSION AS OF {int(version)}")
         done.append(Restored(view, version))
     return done
+
+
+def restored_metrics(datasets: Iterable[DefinedDataset], restored: Iterable[Restored]
+                     ) -> dict[str, int]:
+    """The metrics view of each dataset whose own view was brought back, by its last name
+    part (as the catalog lists it), with the version the dataset's view was restored to:
+    what the history table records for that dataset in this update
+    (:func:`sdp_expect.quality.history_table.restored_view_rows_sql`).
+
+    :param datasets: The datasets sdp-expect registered (the definitions file).
+    :param restored: What :func:`restore_last_good` did.
+    """
+    versions: dict[str, int] = {_last_part(r.table): r.version for r in restored
+                                if r.version is not None}
+    found: dict[str, int] = {}
+    for metrics in datasets:
+        name, owner = _last_part(metrics.name), _last_part(metrics.owner)
+        if metrics.type != MATERIALIZED_VIEW or not name.endswith(METRICS_SUFFIX):
+            continue
+        if name in versions and owner in versions:
+            found[name] = versions[owner]
+    return found

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterable, Mapping, Optional
 
+from sdp_expect.base.names import OUTCOME_FAILED
+
 __all__ = [
     "Point",
     "RECENT_UPDATES",
@@ -117,7 +119,8 @@ def rule_trends(rows: Iterable[Mapping[str, Any]], *,
                 pipeline: Optional[str] = None) -> list[RuleTrend]:
     """Group history rows into one trend per pipeline, dataset and expectation.
 
-    :param rows: History rows (the table's columns, :data:`HISTORY_COLUMNS`), in any order;
+    :param rows: History rows (the table's columns, :data:`HISTORY_COLUMNS`), in any order
+        (a row whose ``outcome`` is ``FAILED`` has no counts and makes no point);
         ``update_time`` a ``datetime`` or its ISO text (as :func:`read_history` gives it).
     :param pipeline: Only this pipeline's rows (``None``: every pipeline's).
     :returns: The trends sorted by pipeline, dataset and expectation; each trend's points
@@ -127,6 +130,8 @@ def rule_trends(rows: Iterable[Mapping[str, Any]], *,
     for row in rows:
         if pipeline is not None and row["pipeline"] != pipeline:
             continue
+        if row.get("outcome") == OUTCOME_FAILED:
+            continue  # a view brought back to its last good data: the update counted nothing
         key = (str(row["pipeline"]), str(row["dataset"]), str(row["expectation"]))
         point = Point(update_id=str(row["update_id"]), update_time=_time(row["update_time"]),
                       failed=int(row["failed_records"] or 0),

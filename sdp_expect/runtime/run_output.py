@@ -29,11 +29,20 @@ the table each stands for, so that the failure is shown as plain SDP shows it: a
 user's flow's own failure with Spark's reason; no route view is named, and a flow that
 failed because of an upstream route view names the table the view stands for.
 
-The only Spark text read here is the start of two event messages
-(:data:`RESOLUTION_FAILURE`, :data:`ERROR_PREFIX`) and the position suffix Spark adds
-to an analysis message (:data:`POSITION`), and, in an upstream failure's error line, the
-quoted name of a route view (a name sdp-expect made, looked for as it was recorded);
-tests/test_rule_resolution.py checks each on real output.
+A fail rule (or a tolerance, or a dataset rule) stops its flow with sdp-expect's own
+message (:mod:`sdp_expect.base.violation`). Delta Lake's writer wraps it
+(``Error: [TASK_WRITE_FAILED] Task failed while writing rows to ...``) in the event of
+the dataset's own flow, while the dataset's companions report it as it is: the message
+is then shown under the wrapped error, once (:meth:`ChildOutput.causes`,
+:data:`CAUSED_BY`), so the failure reads the same on every table format.
+
+The only Spark text read here is the start of three event messages
+(:data:`RESOLUTION_FAILURE`, :data:`ERROR_PREFIX`, a flow's state in
+:data:`FLOW_EVENT`), sdp-expect's own messages in an error line, the position suffix
+Spark adds to an analysis message (:data:`POSITION`), and, in an upstream failure's
+error line, the quoted name of a route view (a name sdp-expect made, looked for as it
+was recorded); tests/test_rule_resolution.py and tests/test_wrapped_failures.py check
+them on real output.
 """
 
 from __future__ import annotations
@@ -42,12 +51,15 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
+from sdp_expect.base import violation as messages
 from sdp_expect.base.definitions import DefinedDataset
 from sdp_expect.base.errors import Location, SdpExpectError
+from sdp_expect.base.violation import DatasetRuleFailure, ToleranceFailure, Violation
 
-__all__ = ["ChildOutput", "Definitions", "RuleError", "line_kind"]
+__all__ = ["CAUSED_BY", "EVENT", "FLOW_EVENT", "ChildOutput", "Definitions", "RuleError",
+           "line_kind"]
 
 
 
@@ -59,8 +71,14 @@ RESOLUTION_FAILURE = re.compile(
     r"Failed to resolve flow(?P<upstream> due to upstream failure)?: '(?P<flow>[^']+)'")
 """The event SDP sends for a flow it cannot analyse, or does not analyse because a flow
 it reads failed (Spark 4.1 to 4.3)."""
+FLOW_EVENT = re.compile(EVENT.pattern + r"Flow (?:'(?P<quoted>[^']+)'|(?P<flow>\S+)) "
+                        r"(?:(?:is|has) )?(?P<state>[A-Z_]+)\b")
+"""A flow's progress event: ``Flow a.b.c is RUNNING.``, ``Flow 'a.b.c' has FAILED.``,
+``Flow 'a.b.c' SKIPPED due to upstream failure(s).`` (the wording varies by Spark line)."""
 ERROR_PREFIX = "Error: "
 """How ``spark-pipelines`` prints an event's error, on the line after the event."""
+CAUSED_BY = "  caused by: "
+"""How a failed flow's sdp-expect message is shown under the error that wrapped it."""
 POSITION = re.compile(r";?\s*line \d+ pos \d+;?\s*$")
 """The position in the *generated* query that Spark appends to an analysis message."""
 TRACEBACK = "Traceback (most recent call last):"
@@ -77,6 +95,13 @@ def line_kind(line: str) -> str:
     if "[SDPX-" in line:
         return "coded"
     return "other"
+
+
+def _has_message(line: str) -> bool:
+    """Whether an error line carries one of sdp-expect's messages (a violation, rules over
+    their tolerance, dataset rules not met)."""
+    return bool(messages.find_all(line) or messages.find_tolerance_failures(line)
+                or messages.find_dataset_rule_failures(line))
 
 
 def short_name(flow: str) -> str:
@@ -230,6 +255,9 @@ class ChildOutput:
         self._pending: list[_Block] = []
         self._explained = False
         self._traceback: list[str] = []
+        self._failed_flow: Optional[str] = None  # the flow of the current FAILED event
+        self._wrapped: dict[str, str] = {}  # dataset -> its error line, with no message
+        self._told: set[str] = set()
 
     def feed(self, line: str) -> list[str]:
         """The lines to show for one line of the child's output (newline included)."""
@@ -250,6 +278,10 @@ class ChildOutput:
                 self._block = "resolution"
                 return shown
             self._block, self._event_error_shown = "event", False
+            flow = FLOW_EVENT.match(line)
+            self._failed_flow = (short_name(flow.group("quoted") or flow.group("flow"))
+                                 if flow is not None and flow.group("state") == "FAILED"
+                                 else None)
             return [*shown, line]
         if kind in ("log4j", "traceback"):
             self._block = kind
@@ -266,9 +298,37 @@ class ChildOutput:
                 and line.startswith(ERROR_PREFIX):
             self._event_error_shown = True
             shown.append(line)
+            if self._failed_flow is not None and not _has_message(line):
+                self._wrapped.setdefault(self._failed_flow, line)
         elif self._block == "traceback":
             self._traceback.append(line)
         return shown
+
+    def causes(self, violations: Sequence[Violation],
+               tolerance_failures: Sequence[ToleranceFailure] = (),
+               dataset_rule_failures: Sequence[DatasetRuleFailure] = ()) -> list[str]:
+        """The lines that show, under a failed flow's error that wrapped it (Delta Lake's
+        writer reports a task's failure as ``[TASK_WRITE_FAILED] Task failed while
+        writing rows to ...``), the sdp-expect message that stopped the flow: once
+        each, as soon as the run has reported the message for the flow's dataset (its
+        companions' flows report it unwrapped). So the failure line is the same on every
+        table format.
+
+        :param violations: Every violation the run reported so far (and the tolerance
+            failures and dataset-rule failures likewise).
+        """
+        found = [*((v.dataset, messages.format_message(v)) for v in violations),
+                 *((f.dataset, messages.format_tolerance_failure(f))
+                   for f in tolerance_failures),
+                 *((f.dataset, messages.format_dataset_rule_failure(f))
+                   for f in dataset_rule_failures)]
+        lines = []
+        for dataset, message in found:
+            name = short_name(dataset)
+            if name in self._wrapped and name not in self._told:
+                self._told.add(name)
+                lines.append(f"{CAUSED_BY}{message}\n")
+        return lines
 
     def finish(self) -> list[str]:
         """The lines still held when the child's output ends."""

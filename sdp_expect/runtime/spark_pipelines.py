@@ -58,7 +58,7 @@ from sdp_expect.base.project import Project, UsageProblem
 from sdp_expect.base.terminal import paint
 from sdp_expect.base.violation import DatasetRuleFailure, ToleranceFailure, Violation
 from sdp_expect.runtime.progress import Progress
-from sdp_expect.runtime.run_output import ChildOutput, RuleError
+from sdp_expect.runtime.run_output import EVENT, FLOW_EVENT, ChildOutput, RuleError
 
 __all__ = [
     "KILLED_FIRST_BATCH_KEY",
@@ -400,13 +400,7 @@ def _pipeline_options(run_options: Sequence[str]) -> Optional[list[str]]:
 # --------------------------------------------------------------------------- the events
 
 
-_EVENT = r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d: "
-"""How ``spark-pipelines`` prints a pipeline event: its timestamp, then its message."""
-_FLOW_EVENT = re.compile(_EVENT + r"Flow (?:'(?P<quoted>[^']+)'|(?P<flow>\S+)) "
-                         r"(?:(?:is|has) )?(?P<state>[A-Z_]+)\b")
-"""A flow's progress event: ``Flow a.b.c is RUNNING.``, ``Flow 'a.b.c' has FAILED.``,
-``Flow 'a.b.c' SKIPPED due to upstream failure(s).`` (the wording varies by Spark line)."""
-_RUN_EVENT = re.compile(_EVENT + r"Run is (?P<state>[A-Z_]+)\b")
+_RUN_EVENT = re.compile(EVENT.pattern + r"Run is (?P<state>[A-Z_]+)\b")
 
 
 @dataclass
@@ -431,7 +425,7 @@ class EventLog:
         :returns: Whether it changed a flow's state.
         """
         changed = False
-        flow = _FLOW_EVENT.match(line)
+        flow = FLOW_EVENT.match(line)
         if flow is not None:
             name, state = flow.group("quoted") or flow.group("flow"), flow.group("state")
             # A failed streaming flow may also be reported COMPLETED, before or after its
@@ -584,7 +578,9 @@ def _run_once(invocation: Invocation, out: TextIO, *, color: bool,
             if events.feed(line) and on_flows is not None:
                 on_flows(events.flows)
             kept = shown.feed(line)
-            emit([highlight(text, color) for text in ([line] if verbose else kept)],
+            causes = shown.causes(events.violations, events.tolerance_failures,
+                                  events.dataset_rule_failures)
+            emit([highlight(text, color) for text in ([line] if verbose else kept) + causes],
                  events.flows)
         returncode = process.wait()
         held = shown.finish()
