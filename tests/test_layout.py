@@ -100,3 +100,60 @@ def test_run_and_dry_run_say_it_before_spark_starts(tmp_path: Path) -> None:
     assert done.returncode == 1 and document["status"] == "NOT_STARTED"
     assert [(e["code"], e["place"]["file"]) for e in document["definition_errors"]] == [
         ("SDPX-PRJ-401", "transformations/rules/orders.yml")]
+
+
+BROKEN_PYTHON = "from pyspark import pipelines as dp\n\ndef a(:\n    pass\n"
+"""A pipeline file with a syntax error at line 3, column 7 (the ``:``)."""
+BROKEN_LINE = ("[SDPX-PRJ-406] transformations/broken.py:3:7: the file does not parse as "
+               "Python: invalid syntax. Fix: correct the Python at the line and column shown")
+
+
+def test_a_python_file_that_does_not_parse_stops_run_and_dry_run_before_spark(
+        tmp_path: Path) -> None:
+    """Its file, line and column, and the source line with a caret under the place as
+    Python prints it; nothing starts (no log of a run)."""
+    project(tmp_path, {"transformations/orders.py": "x = 1\n",
+                       "transformations/broken.py": BROKEN_PYTHON})
+    for action in ("run", "dry-run"):
+        done = sdp_expect(action, cwd=tmp_path, timeout=120)
+        assert done.returncode == 1, done.stderr
+        lines = done.stderr.splitlines()
+        at = next(i for i, line in enumerate(lines) if line.startswith(BROKEN_LINE))
+        assert lines[at + 1:at + 3] == ["    def a(:", "          ^"], done.stderr
+        assert "not started" in done.stderr
+        assert not (tmp_path / ".sdp-expect" / "logs").exists()
+
+
+def test_validate_with_no_path_checks_the_project_around_it(tmp_path: Path) -> None:
+    """``sdp-expect validate`` in a project's folder (or below it) checks that project:
+    the spec and its Python files are counted, the broken one placed by line and column;
+    outside any project it is a usage error."""
+    root = tmp_path / "project"
+    root.mkdir()
+    project(root, {"transformations/orders.py": "x = 1\n",
+                   "transformations/broken.py": BROKEN_PYTHON,
+                   "rules/orders.yml": RULES})
+    done = sdp_expect("validate", cwd=root / "transformations", timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] == "checked 4 files, 1 rule: 1 error", done.stdout
+    assert f"[SDPX-PRJ-406] {root / 'transformations' / 'broken.py'}, line 3, column 7: " \
+           "the file does not parse as Python: invalid syntax." in done.stdout, done.stdout
+    github = sdp_expect("validate", "--format", "github", cwd=root, timeout=120)
+    assert f"file={root / 'transformations' / 'broken.py'},line=3,col=7" in github.stdout, \
+        github.stdout
+    (root / "transformations" / "broken.py").write_text("x = 2\n")
+    fixed = sdp_expect("validate", cwd=root, timeout=120)
+    assert fixed.returncode == 0 and fixed.stdout.splitlines()[-1] == (
+        "checked 4 files, 1 rule: no errors"), fixed.stdout
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    lost = sdp_expect("validate", cwd=elsewhere, timeout=120)
+    assert lost.returncode == 2 and "give a PATH" in lost.stderr, lost.stderr
+
+
+def test_a_named_python_file_is_parsed_not_read_as_rules(tmp_path: Path) -> None:
+    path = tmp_path / "broken.py"
+    path.write_text(BROKEN_PYTHON)
+    report = validate_paths([path])
+    assert [(e.code, e.line, e.column) for e in report.errors] == [("SDPX-PRJ-406", 3, 7)]
+    assert report.files_checked == 1 and report.rules_checked == 0

@@ -152,6 +152,7 @@ def test_pre_commit_fails_on_a_bad_rule_file_and_passes_once_fixed(
     git(sample, "add", "-A")
     passed = pre_commit(sample, env, "--verbose")  # --verbose: the output of a hook that passes
     fixed = validate_paths(CHECKED)
-    assert fixed.ok and fixed.files_checked == 3  # the spec is read for its layout, not counted
+    # the three, the spec (read for its layout) and its Python file (parsed)
+    assert fixed.ok and fixed.files_checked == 5
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert fixed.to_text() in passed.stdout, passed.stdout

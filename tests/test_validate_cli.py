@@ -65,14 +65,25 @@ def test_missing_file_exits_1(capsys: pytest.CaptureFixture[str], tmp_path: Path
 
 @pytest.mark.parametrize(
     "argv",
-    [[], ["validate"], ["validate", "--format", "xml", GOOD], ["frobnicate"], ["--nope"]],
-    ids=["no-command", "no-path", "bad-format", "unknown-command", "unknown-option"],
+    [[], ["validate", "--format", "xml", GOOD], ["frobnicate"], ["--nope"]],
+    ids=["no-command", "bad-format", "unknown-command", "unknown-option"],
 )
 def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     code, out, err = run(capsys, *argv)
     assert code == 2
     assert "usage:" in err
     assert out == ""
+
+
+def test_no_path_outside_a_project_exits_2(capsys: pytest.CaptureFixture[str],
+                                           tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no PATH, validate checks the project around the current folder; with none
+    there, it says so (tests/test_layout.py checks a project)."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "validate")
+    assert code == 2 and out == ""
+    assert "no PATH given and no pipeline spec" in err and "give a PATH" in err, err
 
 
 def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
@@ -203,12 +214,13 @@ def test_a_project_folder_skips_its_pipeline_spec(tmp_path: Path) -> None:
     (tmp_path / "rules").mkdir()
     (tmp_path / "rules" / "orders.yml").write_text("id IS NOT NULL:\n  action: drop\n")
     report = validate_paths([tmp_path])
-    assert report.ok and report.files_checked == 1 and report.rules_checked == 1
+    # the spec (its libraries checked) and the rule file
+    assert report.ok and report.files_checked == 2 and report.rules_checked == 1
     named = validate_paths([tmp_path / "spark-pipeline.yml"])
-    assert named.ok and named.files_checked == 0
+    assert named.ok and named.files_checked == 1
     assert [n.message for n in named.notes] == [
         "a pipeline spec: its libraries checked for files that spark-pipelines refuses "
-        "(not read as a rule file)"]
+        "or cannot parse (not read as a rule file)"]
 
 
 def test_explicit_file_with_another_suffix_is_read_as_a_rule_file(tmp_path: Path) -> None:
@@ -258,9 +270,10 @@ def test_real_subprocess(tmp_path: Path) -> None:
     assert bad.returncode == 1, bad.stderr
     assert json.loads(bad.stdout)["errors"][0]["rule"] == "rule 1"
     usage = subprocess.run([sys.executable, "-m", "sdp_expect.cli", "validate"],
-                           capture_output=True, text=True, env=repo_env(), timeout=60)
+                           capture_output=True, text=True, env=repo_env(), timeout=60,
+                           cwd=tmp_path)  # no PATH, and no project around it
     assert usage.returncode == 2
-    assert "usage:" in usage.stderr
+    assert "give a PATH" in usage.stderr
 
 
 def test_validate_does_not_import_pyspark() -> None:

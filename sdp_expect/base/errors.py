@@ -426,6 +426,13 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "Central), or put the jars named in the message into the jar cache folder named "
             "there (SDP_EXPECT_JAR_CACHE); docs/formats.md",
         ),
+        ErrorSpec(
+            "SDPX-PRJ-406",
+            "a Python file in the spec's libraries does not parse: spark-pipelines would stop "
+            "at it once Spark had started",
+            "correct the Python at the line and column shown (run and dry-run print the "
+            "source line with a caret under the place, as Python does)",
+        ),
         # -- the project's local Spark server (run, dry-run, serve) --
         ErrorSpec(
             "SDPX-SRV-501",

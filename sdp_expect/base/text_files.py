@@ -16,7 +16,7 @@ import stat
 from pathlib import Path
 from typing import Literal, Optional, Union
 
-__all__ = ["ProblemKind", "TextFileProblem", "os_reason", "read_text"]
+__all__ = ["ProblemKind", "TextFileProblem", "os_reason", "read_text", "source_excerpt"]
 
 ProblemKind = Literal[
     "missing", "unreadable", "directory", "not_regular", "too_big", "utf16", "nul", "not_utf8"
@@ -119,3 +119,25 @@ def os_reason(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return str(exc) or type(exc).__name__
+
+
+def source_excerpt(path: Union[str, os.PathLike[str]], line: int,
+                   column: Optional[int] = None) -> list[str]:
+    """The ``line`` (1-based) of a text file as Python shows it in a traceback: indented
+    by four spaces, its own indentation removed, and, when ``column`` (1-based) is known,
+    a second line with a caret under that column. No lines when the file or the line
+    cannot be read.
+    """
+    try:
+        lines = read_text(path, reject_binary=False, universal_newlines=True).split("\n")
+    except TextFileProblem:
+        return []
+    if not 1 <= line <= len(lines):
+        return []
+    source = lines[line - 1].rstrip()
+    shown = source.lstrip()
+    excerpt = [f"    {shown}"]
+    if column is not None:
+        at = min(max(column - 1 - (len(source) - len(shown)), 0), len(shown))
+        excerpt.append("    " + " " * at + "^")
+    return excerpt

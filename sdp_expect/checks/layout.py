@@ -16,7 +16,11 @@ files alone, without Spark:
   expectations: SDPX-PRJ-402;
 - a setting of the spec's ``configuration`` still holding the placeholder that
   ``sdp-expect migrate`` wrote for a ``spark.conf.get(key)`` without a default
-  (:data:`~sdp_expect.base.project.UNSET_VALUE`): SDPX-PRJ-403.
+  (:data:`~sdp_expect.base.project.UNSET_VALUE`): SDPX-PRJ-403;
+- a Python file of the libraries that does not parse (``spark-pipelines`` would import
+  it once Spark had started, and stop there): SDPX-PRJ-406, at its line and column.
+  Python's own parser reads it (``compile`` to a syntax tree: nothing is imported or
+  run), so the verdict is the interpreter's.
 
 The recommended layout keeps rule files and Databricks SQL folders beside
 ``transformations/``, not in it (docs/rule-files.md#where-rule-files-live).
@@ -24,7 +28,9 @@ The recommended layout keeps rule files and Databricks SQL folders beside
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
+from typing import Optional
 
 from sdp_expect.base.errors import Location, SdpExpectError
 from sdp_expect.base.project import UNSET_VALUE, UsageProblem, library_files, load_project
@@ -32,7 +38,7 @@ from sdp_expect.base.text_files import TextFileProblem, read_text
 from sdp_expect.dbsql.parse import check
 from sdp_expect.dbsql.statements import DatasetStatement
 
-__all__ = ["RULE_FILE_SUFFIXES", "layout_problems"]
+__all__ = ["RULE_FILE_SUFFIXES", "layout_problems", "python_syntax_problem"]
 
 RULE_FILE_SUFFIXES = frozenset({".yml", ".yaml", ".json"})
 """The suffixes of rule files (docs/rule-files.md)."""
@@ -73,6 +79,10 @@ def layout_problems(spec: Path) -> list[SdpExpectError]:
                 f"{kind} inside the spec's libraries: spark-pipelines registers every file "
                 "they match and stops at this one (PIPELINE_UNSUPPORTED_DEFINITIONS_FILE_"
                 "EXTENSION)", location=Location(shown)))
+        elif file.suffix == ".py":
+            unparsed = python_syntax_problem(file, shown)
+            if unparsed is not None:
+                problems.append(unparsed)
         elif file.suffix == ".sql" and _is_databricks_sql(file):
             problems.append(SdpExpectError(
                 "SDPX-PRJ-402",
@@ -80,6 +90,25 @@ def layout_problems(spec: Path) -> list[SdpExpectError]:
                 "register it as open-source SQL, which refuses its Databricks statements or "
                 "runs them without their expectations", location=Location(shown)))
     return problems
+
+
+def python_syntax_problem(file: Path, shown: str) -> Optional[SdpExpectError]:
+    """SDPX-PRJ-406 at the place Python's parser stops in ``file`` (named ``shown``), or
+    ``None`` when it parses (or cannot be read: left to ``spark-pipelines`` to say)."""
+    try:
+        text = read_text(file, reject_binary=False, universal_newlines=True)
+    except TextFileProblem:
+        return None
+    try:
+        compile(text, str(file), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as error:
+        return SdpExpectError(
+            "SDPX-PRJ-406", f"the file does not parse as Python: {error.msg}",
+            location=Location(shown, error.lineno, error.offset))
+    except ValueError as error:  # a NUL byte
+        return SdpExpectError("SDPX-PRJ-406", f"the file does not parse as Python: {error}",
+                              location=Location(shown))
+    return None
 
 
 def _configuration_lines(spec: Path) -> dict[str, int]:

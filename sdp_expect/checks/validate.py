@@ -30,8 +30,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence, Union
 
-from sdp_expect.base.project import SPEC_FILE_NAMES, spec_in
-from sdp_expect.checks.layout import layout_problems
+from sdp_expect.base.errors import SdpExpectError
+from sdp_expect.base.project import SPEC_FILE_NAMES, library_files, spec_in
+from sdp_expect.checks.layout import layout_problems, python_syntax_problem
 from sdp_expect.checks.results import (
     Checker,
     FileResult,
@@ -52,6 +53,7 @@ __all__ = [
     "ValidationIssue",
     "ValidationNote",
     "ValidationReport",
+    "check_python_file",
     "check_rule_file",
     "check_sql_file",
     "register_checker",
@@ -194,27 +196,54 @@ def _check_named_file(path: str, report: ValidationReport) -> None:
     if os.path.basename(path) in PIPELINE_SPECS:
         report.notes.append(ValidationNote(
             path, "a pipeline spec: its libraries checked for files that spark-pipelines "
-            "refuses (not read as a rule file)"))
-        _check_layout(Path(path), report)
+            "refuses or cannot parse (not read as a rule file)"))
+        _check_project(Path(path), report)
+        return
+    if suffix == ".py":
+        report.check(path, check_python_file)
         return
     report.check(path, CHECKERS.get(suffix, check_rule_file))
 
 
-def _check_layout(spec: Path, report: ValidationReport) -> None:
-    """The files in the spec's libraries that ``spark-pipelines`` would refuse or misread
-    (:mod:`sdp_expect.checks.layout`), as errors of the files concerned."""
+def check_python_file(path: str) -> FileResult:
+    """A Python file: whether it parses (SDPX-PRJ-406 where it does not), without importing
+    it. Its rules are not counted (a Python file's decorators are read when it runs)."""
+    problem = python_syntax_problem(Path(path), path)
+    return FileResult(rules=0, errors=() if problem is None else (_issue(problem, path),))
+
+
+def _issue(problem: SdpExpectError, shown: str) -> ValidationIssue:
+    """A coded error of a file as the report lists it: placed by its line and column."""
+    place = problem.place
+    line = place.line if place is not None else None
+    column = place.column if place is not None else None
+    where = None if line is None else (
+        f"line {line}" + ("" if column is None else f", column {column}"))
+    return ValidationIssue(problem.code, shown, where,
+                           problem.render(with_location=False)
+                           .removeprefix(f"[{problem.code}] "), line=line, column=column)
+
+
+def _check_project(spec: Path, report: ValidationReport) -> None:
+    """The spec (counted as a checked file), and the files in its libraries that
+    ``spark-pipelines`` would refuse, misread or stop at (:mod:`sdp_expect.checks.layout`),
+    as errors of the files concerned; its Python files count as checked."""
+    if not report.first_time(str(spec)):
+        return
+    report.files_checked += 1
     for problem in layout_problems(spec):
         place = problem.place
         shown = str(spec.parent / place.file) if place is not None and place.file else str(spec)
-        report.errors.append(ValidationIssue(problem.code, shown, None,
-                                             problem.render(with_location=False)
-                                             .removeprefix(f"[{problem.code}] ")))
+        report.errors.append(_issue(problem, shown))
+    for file in library_files(spec, ".py"):
+        if report.first_time(str(file)):
+            report.files_checked += 1
 
 
 def _check_directory(directory: str, report: ValidationReport) -> None:
     spec = spec_in(Path(directory))
     if spec is not None:
-        _check_layout(spec, report)
+        _check_project(spec, report)
     found, unreadable = _files_under(directory)
     for path in unreadable:
         report.errors.append(ValidationIssue(
@@ -223,7 +252,7 @@ def _check_directory(directory: str, report: ValidationReport) -> None:
         ))
     for path in found:
         report.check(path, CHECKERS[os.path.splitext(path)[1].lower()])
-    if not found and not unreadable:
+    if not found and not unreadable and spec is None:
         suffixes = ", ".join(sorted(CHECKERS))
         report.notes.append(ValidationNote(directory, f"no files ending in {suffixes} here"))
 

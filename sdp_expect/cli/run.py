@@ -27,6 +27,7 @@ from sdp_expect.base.definitions import DEFINITIONS_VARIABLE
 from sdp_expect.base.errors import SdpExpectError
 from sdp_expect.base.project import Project, UsageProblem, find_spec, load_project
 from sdp_expect.base.terminal import paint, use_color, write_text
+from sdp_expect.base.text_files import source_excerpt
 from sdp_expect.checks.layout import layout_problems
 from sdp_expect.cli.after_run import AfterFlows, finish, report_of
 from sdp_expect.cli.exit_codes import EXIT_ALERT, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
@@ -491,9 +492,13 @@ def _refuse_layout(action: str, project: Project, problems: list[SdpExpectError]
             "definition_errors": [problem.as_dict() for problem in problems]},
             indent=2, ensure_ascii=False) + "\n")
     else:
-        write_text(sys.stderr, "".join(f"{problem.render()}\n" for problem in problems))
+        for problem in problems:
+            place = problem.place
+            excerpt = (source_excerpt(project.folder / place.file, place.line, place.column)
+                       if place is not None and place.file and place.line else [])
+            write_text(sys.stderr, "".join(f"{line}\n" for line in [problem.render(), *excerpt]))
         write_text(sys.stderr, f"sdp-expect {action}: not started: {len(problems)} file(s) in "
-                   "the spec's libraries that spark-pipelines would refuse\n")
+                   "the spec's libraries that spark-pipelines would refuse or stop at\n")
     return EXIT_PROBLEMS
 
 
