@@ -91,7 +91,7 @@ for entry in "${spec_list[@]}"; do
     echo "== import-linter (the layers of docs/architecture.md)"
     "$venv/bin/lint-imports" || status=1
   fi
-  args=(-n "$workers" --dist loadfile --no-loadscope-reorder --junitxml "test-results/pyspark-$version.xml")
+  args=(-n "$workers" --dist loadfile --junitxml "test-results/pyspark-$version.xml")
   if [[ -n $markers ]]; then args+=(-m "$markers"); fi
   read -r -a path_list <<< "${paths:-}"
   echo "== pytest ${args[*]} $* ${path_list[*]}"

@@ -84,33 +84,14 @@ LINE_SKIPS = {
 }
 """Marker: (whether it runs on 4.1 only, the reason it is skipped on the other lines)."""
 
-TIER_COSTS = {"slow": 300, "cli": 100, "graph": 30, "pure": 1}
-"""Seconds assumed for a test file missing from ``file_costs.json``, by its slowest tier."""
-
-
-def file_costs(line: str) -> dict[str, int]:
-    """Test file name -> its measured seconds on the pyspark ``line`` ("4.1"), from
-    ``tests/file_costs.json`` (``scripts/file_costs.py``; the newest line measured when
-    ``line`` was not)."""
-    measured: dict[str, dict[str, int]] = json.loads(
-        (Path(__file__).parent / "file_costs.json").read_text(encoding="utf-8"))
-    newest = max(measured, key=lambda name: tuple(int(part) for part in name.split(".")))
-    return measured.get(line, measured[newest])
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test with its tier and skip the line-bound ones off their line; then put
-    the longest files first. pytest-xdist keeps a test file on one worker
-    (``--dist loadfile``) and, with ``--no-loadscope-reorder`` (scripts/test.sh), hands
-    the files out in this order: longest first, so that the workers end together
-    (docs/testing.md, "One server, shared")."""
-    import pyspark
-
+    """Mark each test with its tier and skip the line-bound ones off their line. (Under
+    ``pytest -n``, pytest-xdist hands out the test files with the most tests first,
+    whatever their order here: docs/testing.md, "One server, shared", says why that
+    order is kept.)"""
     from sdp_expect.base.spark_version import spark_has
 
     on_oldest = not spark_has((4, 2))
-    measured = file_costs(".".join(pyspark.__version__.split(".")[:2]))
-    cost: dict[str, int] = {}
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         markers = {mark.name for mark in item.iter_markers()}
@@ -119,10 +100,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for marker, (oldest_only, reason) in LINE_SKIPS.items():
             if marker in markers and oldest_only != on_oldest:
                 item.add_marker(pytest.mark.skip(reason=reason))
-        module = item.nodeid.split("::")[0]
-        cost[module] = max(cost.get(module, 0),
-                           measured.get(Path(module).name, TIER_COSTS[tier]))
-    items.sort(key=lambda item: -cost[item.nodeid.split("::")[0]])
 
 
 _counts: Counter[tuple[str, str]] = Counter()
