@@ -256,7 +256,7 @@ class ChildOutput:
         self._explained = False
         self._traceback: list[str] = []
         self._failed_flow: Optional[str] = None  # the flow of the current FAILED event
-        self._wrapped: dict[str, str] = {}  # dataset -> its error line, with no message
+        self._untold: set[str] = set()  # datasets whose error line held no message
         self._told: set[str] = set()
 
     def feed(self, line: str) -> list[str]:
@@ -298,8 +298,9 @@ class ChildOutput:
                 and line.startswith(ERROR_PREFIX):
             self._event_error_shown = True
             shown.append(line)
-            if self._failed_flow is not None and not _has_message(line):
-                self._wrapped.setdefault(self._failed_flow, line)
+            if self._failed_flow is not None and self._failed_flow not in self._told \
+                    and not _has_message(line):
+                self._untold.add(self._failed_flow)
         elif self._block == "traceback":
             self._traceback.append(line)
         return shown
@@ -317,6 +318,8 @@ class ChildOutput:
         :param violations: Every violation the run reported so far (and the tolerance
             failures and dataset-rule failures likewise).
         """
+        if not self._untold:  # the usual case: nothing wrapped waits (no message formatted)
+            return []
         found = [*((v.dataset, messages.format_message(v)) for v in violations),
                  *((f.dataset, messages.format_tolerance_failure(f))
                    for f in tolerance_failures),
@@ -325,7 +328,8 @@ class ChildOutput:
         lines = []
         for dataset, message in found:
             name = short_name(dataset)
-            if name in self._wrapped and name not in self._told:
+            if name in self._untold:
+                self._untold.discard(name)
                 self._told.add(name)
                 lines.append(f"{CAUSED_BY}{message}\n")
         return lines
