@@ -517,10 +517,10 @@ def closed_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def process_alive(pid: int) -> bool:
-    """Whether process ``pid`` still exists (a server a run should have stopped)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+def process_alive(pid: int, project: Optional[Path] = None) -> bool:
+    """Whether process ``pid`` still exists (a server a run should have stopped); given
+    ``project``, whether it is still a server of that project's, not a later process that
+    took the freed number (``local_server.process_runs``)."""
+    from sdp_expect.runtime.local_server import PROJECT_KEY, process_runs
+
+    return process_runs(pid, None if project is None else f"{PROJECT_KEY}={project.resolve()}")

@@ -110,7 +110,7 @@ def test_dry_run_passes_options_on_and_adds_defaults_the_user_did_not_set(
     assert "Data quality" not in result.stdout
     assert "\x1b[" not in result.stdout
     # The run's server is gone with it, and so is its record
-    assert not process_alive(server["pid"])
+    assert not process_alive(server["pid"], project)
     assert not (project / ".sdp-expect" / "server.json").exists()
 
 

@@ -455,7 +455,7 @@ def test_two_projects_run_at_the_same_time(cold_pair: ColdPair) -> None:
         assert summary(document) == EXPECTED
         assert Path(document["log"]).parent == project / ".sdp-expect" / "logs"
         assert (project / "metastore_db").is_dir() and (project / "spark-warehouse").is_dir()
-        assert not process_alive(document["server"]["pid"])  # stopped with its run
+        assert not process_alive(document["server"]["pid"], project)  # stopped with its run
         assert read_record(project) is None
 
 
@@ -542,5 +542,5 @@ def test_a_warm_run_writes_what_a_cold_run_writes(cold_pair: ColdPair) -> None:
             opened.stop()
         stopped = sdp_expect("serve", "--stop", cwd=project)
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-    assert not process_alive(record.pid) and read_record(project) is None
+    assert not process_alive(record.pid, project) and read_record(project) is None
     print(f"two cold runs at once {cold_pair.seconds:.1f} s, warm re-run {warm_seconds:.1f} s")

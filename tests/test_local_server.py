@@ -17,6 +17,7 @@ import fcntl
 import json
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import IO, Any, Iterator
@@ -25,7 +26,13 @@ import pytest
 from cli_helpers import fake_args, fake_commands, process_alive, sdp_expect, sdp_expect_script
 
 from sdp_expect.base.project import load_project
-from sdp_expect.runtime.local_server import RECORD_FILE, ServerRecord, read_record, write_record
+from sdp_expect.runtime.local_server import (
+    RECORD_FILE,
+    ServerRecord,
+    process_runs,
+    read_record,
+    write_record,
+)
 from sdp_expect.runtime.spark_pipelines import build_command, split_options
 
 EVENTS = "2026-01-01 10:00:00: Run is COMPLETED.\n"
@@ -49,11 +56,35 @@ def env(tmp_path: Path) -> dict[str, str]:
     return dict(found, FAKE_LINES=str(events))
 
 
-def gone(pid: int, timeout: float = 10.0) -> bool:
+def gone(pid: int, project: Path, timeout: float = 10.0) -> bool:
+    """Whether the server of ``project`` that ran as ``pid`` exits within ``timeout``."""
     deadline = time.monotonic() + timeout
-    while process_alive(pid) and time.monotonic() < deadline:
+    while process_alive(pid, project) and time.monotonic() < deadline:
         time.sleep(0.1)
-    return not process_alive(pid)
+    return not process_alive(pid, project)
+
+
+def test_a_process_is_the_server_only_while_it_runs_with_the_server_s_argument() -> None:
+    """A freed process number can be taken by another process (numbers wrap at
+    ``pid_max``, 32,768 here): a server is alive only while its number runs its argument."""
+    marker = "spark.sdp_expect.server.id=abc"
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", marker],
+                             stdin=subprocess.PIPE)
+    try:
+        assert process_runs(child.pid) and process_runs(child.pid, marker)
+        # The same number running something else is not the server
+        assert not process_runs(child.pid, "spark.sdp_expect.server.id=abd")
+        assert not process_runs(child.pid, marker[:-1])  # a whole argument, not a prefix
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+    deadline = time.monotonic() + 30
+    while process_runs(child.pid, marker):  # exited, not yet reaped: a zombie is gone too
+        assert time.monotonic() < deadline, "the child did not exit"
+        time.sleep(0.05)
+    assert process_runs(child.pid)  # its number is still taken until it is reaped
+    child.wait(30)
+    assert not process_runs(child.pid) and not process_runs(child.pid, marker)
 
 
 def json_run(*args: str, cwd: Path, env: dict[str, str]) -> tuple[int, dict[str, Any], str]:
@@ -228,7 +259,7 @@ def test_runs_use_the_warm_server_until_it_is_stopped(project: Path,
     assert again.returncode == 1 and "[SDPX-SRV-504]" in again.stderr
     stopped = sdp_expect("serve", "--stop", cwd=project, env=env)
     assert stopped.returncode == 0 and "stopped the server" in stopped.stdout
-    assert gone(record.pid) and read_record(project.resolve()) is None
+    assert gone(record.pid, project) and read_record(project.resolve()) is None
     assert sdp_expect("serve", "--status", cwd=project, env=env).returncode == 1
     assert "no server" in sdp_expect("serve", "--stop", cwd=project, env=env).stdout
 
@@ -243,7 +274,7 @@ def test_a_server_left_by_a_killed_run_is_stopped_and_a_stale_record_dropped(
     write_record(folder, ServerRecord(**{**left.as_dict(), "kept": False}))
     status, document, _ = json_run("dry-run", cwd=project, env=env)
     assert status == 0 and document["server"]["warm"] is False
-    assert gone(left.pid) and document["server"]["port"] != left.port
+    assert gone(left.pid, project) and document["server"]["port"] != left.port
     assert read_record(folder) is None
     # A record whose server is gone is dropped
     write_record(folder, ServerRecord(**{**left.as_dict(), "pid": 999999999}))
@@ -289,5 +320,5 @@ def test_a_stopped_command_stops_its_server(project: Path, env: dict[str, str],
     finally:
         if running.poll() is None:
             running.kill()
-    assert gone(record.pid)
+    assert gone(record.pid, project)
     assert read_record(project.resolve()) is None

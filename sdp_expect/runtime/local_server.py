@@ -77,6 +77,7 @@ __all__ = [
     "interrupted_by_signals",
     "plan_server",
     "probe",
+    "process_runs",
     "project_lock",
     "read_record",
     "recorded_server",
@@ -394,7 +395,7 @@ def answers(record: ServerRecord, *, attempts: int = 3) -> bool:
         if found is not None:
             return found.get(ID_KEY) == record.server_id \
                 and found.get(PROJECT_KEY) == record.project
-        if not _alive(record.pid):
+        if not _alive(record):
             return False
         if attempt + 1 < attempts:
             time.sleep(1.0)
@@ -416,14 +417,34 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _alive(pid: int) -> bool:
+def process_runs(pid: int, argument: Optional[str] = None) -> bool:
+    """Whether process ``pid`` exists and, given ``argument``, is still the process started
+    with it (``f"{ID_KEY}={server_id}"``, or the project's :data:`PROJECT_KEY` setting).
+
+    A process number is reused once its process is gone: the numbers wrap at
+    ``/proc/sys/kernel/pid_max`` (32,768 on many Linux machines), and a busy machine
+    (a test matrix, a cluster's driver host) comes round again within minutes. Without
+    the argument a stopped server could pass for alive, and a stop could signal another
+    process. Where there is no ``/proc`` (macOS), the number alone decides.
+    """
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, PermissionError):  # gone, or another user's number now
         return False
-    except PermissionError:  # another user's process now has the number
+    if argument is None or not _PROC.is_dir():
+        return True
+    try:
+        arguments = (_PROC / str(pid) / "cmdline").read_bytes().split(b"\0")
+    except OSError:  # gone between the two looks
         return False
-    return True
+    return argument.encode() in arguments  # a zombie's is empty: it has exited
+
+
+_PROC = Path("/proc")
+
+
+def _alive(record: ServerRecord) -> bool:
+    return process_runs(record.pid, f"{ID_KEY}={record.server_id}")
 
 
 # --------------------------------------------------------------------------- start and stop
@@ -549,7 +570,7 @@ def stop_server(record: ServerRecord, process: Optional[subprocess.Popen[bytes]]
     with contextlib.suppress(ProcessLookupError):
         os.kill(record.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while _alive(record.pid):
+    while _alive(record):
         if time.monotonic() > deadline:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(record.pid, signal.SIGKILL)
