@@ -69,7 +69,8 @@ def replaying_project(tmp_path: Path, script: str, capture: Path) -> tuple[Path,
     project server is a stand-in (:func:`fake_spark_submit`)."""
     project = tmp_path / "project"
     project.mkdir()
-    (project / "spark-pipeline.yml").write_text("name: replay\nlibraries: []\n")
+    (project / "spark-pipeline.yml").write_text(
+        "name: replay\nstorage: file:///tmp/replay-storage\nlibraries: []\n")
     replay = tmp_path / "replay.py"
     replay.write_text(script)
     wrapper = tmp_path / "spark-pipelines"
@@ -410,7 +411,7 @@ def _as_json(found: dict[str, list[dict[str, Any]]]) -> Tables:
     return tables
 
 
-def read_stored_tables(spark: Any, warehouse: Path) -> Tables:
+def read_stored_tables(spark: Any, warehouse: Path, table_format: str = "parquet") -> Tables:
     """Every table a finished run left in ``warehouse`` (a project's ``spark-warehouse``,
     the tables of database ``default``) with all its rows, as :func:`read_all_tables`
     gives them.
@@ -419,13 +420,14 @@ def read_stored_tables(spark: Any, warehouse: Path) -> Tables:
     test session's shared server): no Spark is started to read them, and the project's
     own catalog (an embedded Derby metastore, which one process opens at a time) is not
     opened. A streaming table's folder is read as Spark reads a file sink's output: its
-    ``_spark_metadata`` log says which files are committed.
+    ``_spark_metadata`` log says which files are committed; a table in another
+    ``table_format`` (``delta``) is read as that format reads it (its own log).
     """
     found = {}
     for folder in sorted(warehouse.iterdir()):
         if not folder.is_dir() or folder.name.endswith(".db") or folder.name[0] in "._":
             continue
-        rows = spark.read.parquet(str(folder)).collect()
+        rows = spark.read.format(table_format).load(str(folder)).collect()
         found[folder.name] = [row.asDict(recursive=True) for row in rows]
     assert found, f"no table in {warehouse}"
     return _as_json(found)

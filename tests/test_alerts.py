@@ -330,7 +330,8 @@ def test_run_refuses_a_bad_setting_before_spark_starts(tmp_path: Path) -> None:
     assert "[SDPX-CFG-202] sdp_expect.alert.orders.max_rate = '5' is a count" in done.stderr
     as_json = sdp_expect("run", "--spec", str(tmp_path), "--format", "json", cwd=tmp_path)
     assert json.loads(as_json.stdout)["setting_errors"][0]["code"] == "SDPX-CFG-202"
-    (tmp_path / "spark-pipeline.yml").write_text("name: p\nlibraries: []\n")
+    (tmp_path / "spark-pipeline.yml").write_text(
+        "name: p\nstorage: file:///tmp/p-storage\nlibraries: []\n")
     done = sdp_expect("run", "--spec", str(tmp_path), "--no-summary", "--fail-on", "alert",
                       cwd=tmp_path)
     assert done.returncode == EXIT_USAGE and "need the summary" in done.stderr

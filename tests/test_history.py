@@ -379,7 +379,8 @@ def test_a_table_format_must_be_a_name() -> None:
 
 
 def test_history_command_usage_and_no_catalog(tmp_path: Path) -> None:
-    (tmp_path / "spark-pipeline.yml").write_text("name: p\nlibraries: []\n")
+    (tmp_path / "spark-pipeline.yml").write_text(
+        "name: p\nstorage: file:///tmp/p-storage\nlibraries: []\n")
     assert sdp_expect("history", cwd=tmp_path).returncode == 2
     assert sdp_expect("history", "show", "--updates", "0", cwd=tmp_path).returncode == 2
     for action in ("record", "show"):

@@ -12,7 +12,8 @@ from cli_helpers import sdp_expect
 from sdp_expect.checks.layout import layout_problems
 from sdp_expect.checks.validate import validate_paths
 
-SPEC = "name: p\nlibraries:\n  - glob:\n      include: transformations/**\n"
+SPEC = ("name: p\nstorage: file:///tmp/p-storage\n"
+        "libraries:\n  - glob:\n      include: transformations/**\n")
 DATABRICKS_SQL = textwrap.dedent("""\
     CREATE OR REFRESH MATERIALIZED VIEW orders (
       CONSTRAINT valid_id EXPECT (id IS NOT NULL) ON VIOLATION DROP ROW

@@ -31,6 +31,7 @@ HOOKS_FILE = REPO / ".pre-commit-hooks.yaml"
 
 SPEC = """\
 name: sample
+storage: file:///tmp/sample-storage
 libraries:
   - glob:
       include: transformations/**

@@ -210,7 +210,8 @@ def test_unknown_rule_keys_are_notes_and_the_exit_status_stays_0(
 
 def test_a_project_folder_skips_its_pipeline_spec(tmp_path: Path) -> None:
     (tmp_path / "spark-pipeline.yml").write_text(
-        "name: p\nlibraries:\n  - glob:\n      include: transformations/**\n")
+        "name: p\nstorage: file:///tmp/p-storage\nlibraries:\n"
+        "  - glob:\n      include: transformations/**\n")
     (tmp_path / "rules").mkdir()
     (tmp_path / "rules" / "orders.yml").write_text("id IS NOT NULL:\n  action: drop\n")
     report = validate_paths([tmp_path])

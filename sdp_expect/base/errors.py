@@ -433,6 +433,16 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "correct the Python at the line and column shown (run and dry-run print the "
             "source line with a caret under the place, as Python does)",
         ),
+        ErrorSpec(
+            "SDPX-PRJ-407",
+            "the pipeline spec has a field spark-pipelines refuses: one it does not know, "
+            "no name or storage, a configuration value that is not text, or a library "
+            "that is not a file path or a folder ending in /**",
+            "correct the spec at the line shown: keep to the fields name, storage, catalog, "
+            "database (or schema), configuration and libraries, give name and storage, "
+            "quote configuration values (key: \"true\"), and list libraries as "
+            "'- glob: {include: transformations/**}'",
+        ),
         # -- the project's local Spark server (run, dry-run, serve) --
         ErrorSpec(
             "SDPX-SRV-501",

@@ -17,6 +17,9 @@ files alone, without Spark:
 - a setting of the spec's ``configuration`` still holding the placeholder that
   ``sdp-expect migrate`` wrote for a ``spark.conf.get(key)`` without a default
   (:data:`~sdp_expect.base.project.UNSET_VALUE`): SDPX-PRJ-403;
+- a spec field that ``spark-pipelines`` refuses (an unknown field, no ``name`` or
+  ``storage``, a configuration value that is not text, a glob it does not accept):
+  SDPX-PRJ-407 (:mod:`sdp_expect.checks.spec`);
 - a Python file of the libraries that does not parse (``spark-pipelines`` would import
   it once Spark had started, and stop there): SDPX-PRJ-406, at its line and column.
   Python's own parser reads it (``compile`` to a syntax tree: nothing is imported or
@@ -35,6 +38,7 @@ from typing import Optional
 from sdp_expect.base.errors import Location, SdpExpectError
 from sdp_expect.base.project import UNSET_VALUE, UsageProblem, library_files, load_project
 from sdp_expect.base.text_files import TextFileProblem, read_text
+from sdp_expect.checks.spec import key_lines, spec_problems
 from sdp_expect.dbsql.parse import check
 from sdp_expect.dbsql.statements import DatasetStatement
 
@@ -54,20 +58,21 @@ def layout_problems(spec: Path) -> list[SdpExpectError]:
 
     :param spec: The pipeline spec file.
     """
-    problems: list[SdpExpectError] = []
+    problems: list[SdpExpectError] = spec_problems(spec)
     folder = spec.parent
     try:
         configuration = load_project(spec).configuration
     except UsageProblem:
         configuration = {}  # an unreadable spec is reported where it is read
     unset = [key for key, value in configuration.items() if value == UNSET_VALUE]
-    lines = _configuration_lines(spec) if unset else {}
+    lines = _spec_lines(spec) if unset else {}
     for key in unset:
         problems.append(SdpExpectError(
             "SDPX-PRJ-403",
             f"configuration {key} is {UNSET_VALUE!r}, the placeholder sdp-expect migrate "
             f"wrote for a spark.conf.get({key!r}) without a default: the pipeline would "
-            "run with it as the value", location=Location(spec.name, lines.get(key))))
+            "run with it as the value",
+            location=Location(spec.name, lines.get(f"configuration.{key}"))))
     for file in library_files(spec):
         shown = file.relative_to(folder).as_posix() if file.is_relative_to(folder) else str(file)
         suffix = file.suffix.lower()
@@ -111,21 +116,13 @@ def python_syntax_problem(file: Path, shown: str) -> Optional[SdpExpectError]:
     return None
 
 
-def _configuration_lines(spec: Path) -> dict[str, int]:
-    """The 1-based line of each key of the spec's ``configuration`` (YAML's own nodes)."""
+def _spec_lines(spec: Path) -> dict[str, int]:
     import yaml
 
     try:
-        root = yaml.compose(spec.read_text(encoding="utf-8"))
+        return key_lines(yaml.compose(spec.read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return {}
-    lines: dict[str, int] = {}
-    if isinstance(root, yaml.MappingNode):
-        for key_node, value_node in root.value:
-            if key_node.value == "configuration" and isinstance(value_node, yaml.MappingNode):
-                for setting, _ in value_node.value:
-                    lines[str(setting.value)] = setting.start_mark.line + 1
-    return lines
 
 
 def _is_databricks_sql(file: Path) -> bool:

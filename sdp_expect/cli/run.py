@@ -497,8 +497,9 @@ def _refuse_layout(action: str, project: Project, problems: list[SdpExpectError]
             excerpt = (source_excerpt(project.folder / place.file, place.line, place.column)
                        if place is not None and place.file and place.line else [])
             write_text(sys.stderr, "".join(f"{line}\n" for line in [problem.render(), *excerpt]))
-        write_text(sys.stderr, f"sdp-expect {action}: not started: {len(problems)} file(s) in "
-                   "the spec's libraries that spark-pipelines would refuse or stop at\n")
+        write_text(sys.stderr, f"sdp-expect {action}: not started: {len(problems)} "
+                   "problem(s) in the spec or its libraries that spark-pipelines would "
+                   "refuse or stop at\n")
     return EXIT_PROBLEMS
 
 
