@@ -66,7 +66,7 @@ SAMPLE = {
 }
 # The files the hooks' `files:` pattern selects, in the order pre-commit passes them.
 CHECKED = ["databricks_sql/gold.sql", "rules/customers.yml", "rules/orders.yml",
-           "spark-pipeline.yml"]
+           "spark-pipeline.yml", "transformations/orders.py"]
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -153,7 +153,8 @@ def test_pre_commit_fails_on_a_bad_rule_file_and_passes_once_fixed(
     git(sample, "add", "-A")
     passed = pre_commit(sample, env, "--verbose")  # --verbose: the output of a hook that passes
     fixed = validate_paths(CHECKED)
-    # the three, the spec (read for its layout) and its Python file (parsed)
+    # the three, the spec (read for its layout) and its Python file (parsed, its rules
+    # read), passed by the hook and reached through the spec: checked once
     assert fixed.ok and fixed.files_checked == 5
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert fixed.to_text() in passed.stdout, passed.stdout

@@ -24,6 +24,7 @@ is named or referenced.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 from dataclasses import asdict, dataclass, field
@@ -32,7 +33,9 @@ from typing import Any, Sequence, Union
 
 from sdp_expect.base.errors import SdpExpectError
 from sdp_expect.base.project import SPEC_FILE_NAMES, library_files, spec_in
+from sdp_expect.base.text_files import TextFileProblem, read_text
 from sdp_expect.checks.layout import layout_problems, python_syntax_problem
+from sdp_expect.checks.python_rules import read_python_rules
 from sdp_expect.checks.results import (
     Checker,
     FileResult,
@@ -62,6 +65,8 @@ __all__ = [
 ]
 
 StrPath = Union[str, "os.PathLike[str]"]
+PYTHON_SYNTAX = "SDPX-PRJ-406"
+"""A Python file that does not parse (:func:`~sdp_expect.checks.layout.python_syntax_problem`)."""
 
 
 CHECKERS: dict[str, Checker] = {
@@ -206,10 +211,28 @@ def _check_named_file(path: str, report: ValidationReport) -> None:
 
 
 def check_python_file(path: str) -> FileResult:
-    """A Python file: whether it parses (SDPX-PRJ-406 where it does not), without importing
-    it. Its rules are not counted (a Python file's decorators are read when it runs)."""
+    """A Python file, without importing it: whether it parses (SDPX-PRJ-406 where it does
+    not), and the rules its sdp-expect decorators and arguments write with literals, each
+    checked as the model checks it, at its call (:mod:`sdp_expect.checks.python_rules`);
+    a rule file it names with ``expect_from_file`` is checked as a file of its own."""
     problem = python_syntax_problem(Path(path), path)
-    return FileResult(rules=0, errors=() if problem is None else (_issue(problem, path),))
+    if problem is not None:
+        return FileResult(rules=0, errors=(_issue(problem, path),))
+    try:
+        tree = ast.parse(read_text(Path(path), reject_binary=False, universal_newlines=True),
+                         path)
+    except (TextFileProblem, SyntaxError, ValueError):  # said by the check above, if at all
+        return FileResult(rules=0)
+    found = read_python_rules(tree, path)
+    folder = os.path.dirname(path)
+    references = tuple(ReferencedFile(shown, check_rule_file(shown)) for shown in dict.fromkeys(
+        use.path if os.path.isabs(use.path) else os.path.join(folder, use.path)
+        for use in found.rule_files))
+    notes = (ValidationNote(path, f"{found.computed} rule(s) with a computed name, constraint "
+                            "or tolerance: checked when the pipeline is defined"),
+             ) if found.computed else ()
+    return FileResult(rules=found.rules, errors=tuple(_issue(e, path) for e in found.errors),
+                      notes=notes, references=references)
 
 
 def _issue(problem: SdpExpectError, shown: str) -> ValidationIssue:
@@ -217,27 +240,33 @@ def _issue(problem: SdpExpectError, shown: str) -> ValidationIssue:
     place = problem.place
     line = place.line if place is not None else None
     column = place.column if place is not None else None
-    where = None if line is None else (
-        f"line {line}" + ("" if column is None else f", column {column}"))
-    return ValidationIssue(problem.code, shown, where,
-                           problem.render(with_location=False)
-                           .removeprefix(f"[{problem.code}] "), line=line, column=column)
+    parts = [] if line is None else [f"line {line}"] + ([] if column is None
+                                                        else [f"column {column}"])
+    if problem.dataset is not None:
+        parts.append(f"dataset {problem.dataset!r}")
+    if problem.expectation is not None:
+        parts.append(f"expectation {problem.expectation!r}")
+    return ValidationIssue(problem.code, shown, ", ".join(parts) or None,
+                           f"{problem.detail}. Fix: {problem.fix}.",
+                           expectation=problem.expectation, line=line, column=column)
 
 
 def _check_project(spec: Path, report: ValidationReport) -> None:
-    """The spec (counted as a checked file), and the files in its libraries that
+    """The spec (counted as a checked file), the files in its libraries that
     ``spark-pipelines`` would refuse, misread or stop at (:mod:`sdp_expect.checks.layout`),
-    as errors of the files concerned; its Python files count as checked."""
+    as errors of the files concerned, and its Python files with their rules
+    (:func:`check_python_file`)."""
     if not report.first_time(str(spec)):
         return
     report.files_checked += 1
     for problem in layout_problems(spec):
+        if problem.code == PYTHON_SYNTAX:
+            continue  # said with the file's rules, below
         place = problem.place
         shown = str(spec.parent / place.file) if place is not None and place.file else str(spec)
         report.errors.append(_issue(problem, shown))
     for file in library_files(spec, ".py"):
-        if report.first_time(str(file)):
-            report.files_checked += 1
+        report.check(str(file), check_python_file)
 
 
 def _check_directory(directory: str, report: ValidationReport) -> None:
