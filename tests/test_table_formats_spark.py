@@ -14,17 +14,27 @@ is ``test_corpus_formats.py``.
 from __future__ import annotations
 
 import json
+import random
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from chispa import assert_df_equality
-from cli_helpers import sdp_expect, set_storage
+from cli_helpers import read_stored_tables, sdp_expect, sdp_expect_script, set_storage, user_env
+from fault_oracle import (
+    FIXTURES,
+    GroupProcess,
+    assert_tables_match,
+    make_records,
+    oracle,
+    write_file,
+)
 from last_good_project import FAILING_MESSAGE, UPDATES, LastGoodProject, Tables
 from pyspark.sql import DataFrame
 from pyspark.sql.connect.session import SparkSession
-from sdp_runner import Pipeline, SparkServer, copy_project
+from sdp_runner import Pipeline, SparkServer, committed_batches, copy_project
 
 from sdp_expect import pipelines as dp
 from sdp_expect.base import names
@@ -120,6 +130,53 @@ def test_several_flows_into_one_streaming_table_count_every_record(
     assert again.table("orders_quarantine").count() == len(quarantined)
     metrics = {row["expectation"]: row for row in again.rows("orders_dq_metrics")}
     assert metrics["valid_id"]["total_records"] == len(sent)
+
+
+@pytest.mark.usefixtures("own_jvm")
+@pytest.mark.timeout(900)
+def test_a_run_killed_mid_update_then_a_complete_run_hold_each_flow_s_records_once(
+        format_server_of: tuple[str, SparkServer], tmp_path: Path) -> None:
+    """Two flows into one streaming table with rules and a quarantine, on the format,
+    through ``sdp-expect run`` as a user runs it (the project's own server): the run is
+    SIGKILLed with its process group (the server's JVM included) after the first flow
+    committed some of the update's micro-batches and not all, more files arrive, and the
+    next run completes. Then the table, its quarantine, batch log and metrics hold every
+    record of both flows once, as the oracle of ``tests/test_faults.py`` computes them."""
+    name, server = format_server_of
+    project = copy_project(FIXTURES / "flows", tmp_path / "flows")
+    storage = tmp_path / "storage"
+    set_storage(project, storage)
+    spec = project / "spark-pipeline.yml"
+    spec.write_text(spec.read_text() + f"  {KEY_TABLE_FORMAT}: {name}\n")
+    rng = random.Random(20261206)
+    records: list[dict[str, Any]] = []
+    per_file, flows = 20, {"a": {"orders": "from_a"}, "b": {"orders": "from_b"}}
+
+    def add_files(count: int) -> None:
+        for _ in range(count):
+            index = len(records) // per_file
+            batch = make_records(rng, len(records), per_file)
+            write_file(project / f"inbox_{'ab'[index % 2]}", index, batch)
+            records.extend(batch)
+
+    def commits(system: str) -> int:
+        return committed_batches(storage, flows[system])["from_" + system]
+
+    add_files(6)  # three micro-batches a flow (each costs seconds on Delta: few, then)
+    run = GroupProcess([sdp_expect_script(), "run"], project, user_env())
+    deadline = time.monotonic() + 400
+    while commits("a") < 1 and run.process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    exited = run.process.poll()
+    run.kill()
+    assert exited is None and commits("a") >= 1, f"no kill moment:\n{run.output[-4000:]}"
+    left = {system: commits(system) for system in flows}
+    assert left["a"] < 3, (left, "the kill landed after the update: nothing was cut short")
+    add_files(2)  # more data arrives before the run that completes
+    final = GroupProcess([sdp_expect_script(), "run"], project, user_env())
+    assert final.wait(600) == 0, f"killed at {left}\n{final.output[-5000:]}"
+    tables = read_stored_tables(server.session(), project / "spark-warehouse", name)
+    assert_tables_match(tables, oracle(records), f"killed at {left}: ")
 
 
 def test_a_view_declared_with_the_format_updates_again_and_again(
