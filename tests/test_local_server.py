@@ -68,9 +68,13 @@ def test_a_process_is_the_server_only_while_it_runs_with_the_server_s_argument()
     """A freed process number can be taken by another process (numbers wrap at
     ``pid_max``, 32,768 here): a server is alive only while its number runs its argument."""
     marker = "spark.sdp_expect.server.id=abc"
-    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", marker],
-                             stdin=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; print('up', flush=True); sys.stdin.read()", marker],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
+        # Until the child has run its program, its number shows this process's arguments
+        # (between fork and exec): wait for its first line.
+        assert child.stdout is not None and child.stdout.readline() == "up\n"
         assert process_runs(child.pid) and process_runs(child.pid, marker)
         # The same number running something else is not the server
         assert not process_runs(child.pid, "spark.sdp_expect.server.id=abd")
@@ -84,6 +88,7 @@ def test_a_process_is_the_server_only_while_it_runs_with_the_server_s_argument()
         time.sleep(0.05)
     assert process_runs(child.pid)  # its number is still taken until it is reaped
     child.wait(30)
+    child.stdout.close()
     assert not process_runs(child.pid) and not process_runs(child.pid, marker)
 
 
