@@ -31,6 +31,7 @@ from fault_oracle import (
     oracle,
     write_file,
 )
+from format_server import TEST_SPEED
 from last_good_project import FAILING_MESSAGE, UPDATES, LastGoodProject, Tables
 from pyspark.sql import DataFrame
 from pyspark.sql.connect.session import SparkSession
@@ -163,7 +164,10 @@ def test_a_run_killed_mid_update_then_a_complete_run_hold_each_flow_s_records_on
         return committed_batches(storage, flows[system])["from_" + system]
 
     add_files(6)  # three micro-batches a flow (each costs seconds on Delta: few, then)
-    run = GroupProcess([sdp_expect_script(), "run"], project, user_env())
+    # The format server's settings for speed (a Delta log replayed in 2 tasks, not 50)
+    command = [sdp_expect_script(), "run", *(argument for key, value in TEST_SPEED.get(name, ())
+                                            for argument in ("--conf", f"{key}={value}"))]
+    run = GroupProcess(command, project, user_env())
     deadline = time.monotonic() + 400
     while commits("a") < 1 and run.process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -173,7 +177,7 @@ def test_a_run_killed_mid_update_then_a_complete_run_hold_each_flow_s_records_on
     left = {system: commits(system) for system in flows}
     assert left["a"] < 3, (left, "the kill landed after the update: nothing was cut short")
     add_files(2)  # more data arrives before the run that completes
-    final = GroupProcess([sdp_expect_script(), "run"], project, user_env())
+    final = GroupProcess(command, project, user_env())
     assert final.wait(600) == 0, f"killed at {left}\n{final.output[-5000:]}"
     tables = read_stored_tables(server.session(), project / "spark-warehouse", name)
     assert_tables_match(tables, oracle(records), f"killed at {left}: ")
