@@ -128,6 +128,21 @@ def test_what_cannot_be_translated_is_named_with_file_line_and_fix(tmp_path: Pat
         and "loan_risk.py:31" in roots[0].message
 
 
+def test_a_delta_project_is_converted_whole_and_says_its_format(tmp_path: Path) -> None:
+    """``USING DELTA`` in a SQL notebook is kept, and its statement is checked as the run
+    of the spec migrate writes (``sdp_expect.format: delta``) sees it: not refused as a
+    Delta dataset in a parquet pipeline (SDPX-DEF-120). The project runs on Delta in
+    ``test_corpus_formats.py``."""
+    src = Path(shutil.copytree(LAKEFLOW / "orders_delta", tmp_path / "src"))
+    result = migrate(src, tmp_path / "dst", data_root=str(tmp_path / "data"))
+    assert result.of(NOT_CONVERTED) == [], result.of(NOT_CONVERTED)
+    assert result.configuration["sdp_expect.format"] == "delta"
+    changed = _where(result, CHANGED)
+    assert changed[("transformations/revenue.sql", 10)].startswith("USING DELTA kept:")
+    assert [s.name for s in result.sql_statements["transformations/revenue.sql"]] == [
+        "revenue_by_country"]
+
+
 def test_sql_notebook_sources_move_into_python(tmp_path: Path) -> None:
     result = _migrated("station_status_sql", tmp_path)
     assert result.of(NOT_CONVERTED) == []

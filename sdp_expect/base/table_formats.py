@@ -221,6 +221,21 @@ def run_format(configuration: Mapping[str, str], confs: Mapping[str, str]) -> Ta
     return FORMATS.get(default.strip().lower(), PARQUET)
 
 
+def as_run_sees(configuration: Mapping[str, str]) -> dict[str, str]:
+    """A spec's configuration as the session ``sdp-expect run`` starts for it sees it:
+    where it names a format (``sdp_expect.format``), with that format as
+    ``spark.sql.sources.default`` (unless the configuration sets that itself). What
+    static checks (``translate --spec``, ``migrate``) translate with, so that they
+    accept what the run will accept.
+
+    :raises SdpExpectError: SDPX-CFG-204 for a ``sdp_expect.format`` it does not know.
+    """
+    seen = dict(configuration)
+    if seen.get(KEY_TABLE_FORMAT):
+        seen.setdefault(DEFAULT_FORMAT_KEY, run_format(seen, {}).name)
+    return seen
+
+
 def pyspark_line(version: str) -> str:
     """The line of a pyspark version: ``4.1`` for ``4.1.4`` (or ``4.1.0.dev1``)."""
     return ".".join(version.split(".")[:2])

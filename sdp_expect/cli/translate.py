@@ -18,7 +18,7 @@ from sdp_expect.base.options import (
     KEY_QUARANTINE,
 )
 from sdp_expect.base.project import setting_text
-from sdp_expect.base.table_formats import KEY_TABLE_FORMAT, run_format
+from sdp_expect.base.table_formats import KEY_TABLE_FORMAT, as_run_sees
 from sdp_expect.base.terminal import write_text
 from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from sdp_expect.core.planner import RETRY_KEY, SHUFFLE_PARTITIONS_KEY
@@ -26,7 +26,8 @@ from sdp_expect.core.planner import RETRY_KEY, SHUFFLE_PARTITIONS_KEY
 __all__ = ["add_translate"]
 
 _TRANSLATE_KEYS = (KEY_QUARANTINE, KEY_METRICS, KEY_NULL_RESULT, KEY_METRICS_FROM,
-                   KEY_FILE_FORMAT_FLOWS, KEY_DEFAULT_FORMAT, RETRY_KEY, SHUFFLE_PARTITIONS_KEY)
+                   KEY_FILE_FORMAT_FLOWS, KEY_DEFAULT_FORMAT, KEY_TABLE_FORMAT, RETRY_KEY,
+                   SHUFFLE_PARTITIONS_KEY)
 
 
 def add_translate(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -71,14 +72,10 @@ def _spec_conf(path: str) -> dict[str, str]:
         return {}
     if not isinstance(configuration, dict):
         raise ValueError("'configuration' is not a mapping")
-    conf = {key: setting_text(value) for key, value in configuration.items()
-            if key in _TRANSLATE_KEYS}
-    if configuration.get(KEY_TABLE_FORMAT) is not None:
-        # sdp-expect run stores the tables of a project that names its format in it
-        # (spark.sql.sources.default): translate as that run's session would.
-        chosen = run_format({KEY_TABLE_FORMAT: setting_text(configuration[KEY_TABLE_FORMAT])}, {})
-        conf.setdefault(KEY_DEFAULT_FORMAT, chosen.name)
-    return conf
+    # sdp-expect run stores the tables of a project that names its format in it
+    # (spark.sql.sources.default): translate as that run's session would.
+    return as_run_sees({key: setting_text(value) for key, value in configuration.items()
+                        if key in _TRANSLATE_KEYS})
 
 
 def _run_translate(args: argparse.Namespace) -> int:

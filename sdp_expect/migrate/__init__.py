@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from sdp_expect.base.project import UNSET_VALUE
-from sdp_expect.base.table_formats import KEY_TABLE_FORMAT
+from sdp_expect.base.table_formats import KEY_TABLE_FORMAT, as_run_sees
 from sdp_expect.migrate.bundle import read_bundle
 from sdp_expect.migrate.output import EXIT_REVIEW, exit_status, to_json, to_text
 from sdp_expect.migrate.python_files import PythonMigration, migrate_python
@@ -305,10 +305,14 @@ def migrate(src: Path, dst: Path, *, name: Optional[str] = None,
         if moved.text != text:
             rewritten[rel] = moved.text.encode("utf-8")
         result.line_maps[rel] = [(rel, line) for line in moved.lines]
-        statements, unconverted = read_sql(moved.text, rel, str(path.parent), configuration)
         found, uses_delta = sql_findings(moved.text, rel)
         if uses_delta:
             facts.configuration[KEY_TABLE_FORMAT] = "delta"
+        # Checked as the run of the spec migrate writes will see it: the bundle's settings
+        # over those migrate adds (USING DELTA above names the format, so that the run's
+        # session stores Delta, and USING DELTA is not refused).
+        statements, unconverted = read_sql(moved.text, rel, str(path.parent), as_run_sees(
+            {**facts.configuration, **configuration}))
         for finding in [*unconverted, *found]:
             at = finding.line
             if at is not None and 0 < at <= len(moved.lines):
