@@ -73,6 +73,23 @@ def test_a_rule_file_and_databricks_sql_inside_the_libraries_are_named_with_the_
                           ("SDPX-PRJ-401", "transformations/rules/orders.yml")]
 
 
+def test_a_library_that_matches_no_file_is_named(tmp_path: Path) -> None:
+    """A misspelt folder: spark-pipelines logs 'Found 0 files' and runs without it. A
+    glob spark-pipelines refuses is SDPX-PRJ-407 alone (not also 'matches nothing')."""
+    project(tmp_path, {"transformations/orders.py": "x = 1\n"})
+    (tmp_path / "empty").mkdir()
+    spec = tmp_path / "spark-pipeline.yml"
+    spec.write_text(SPEC + "  - glob:\n      include: transformation/**\n"
+                    "  - glob:\n      include: empty/**\n"
+                    "  - glob:\n      include: transformations/*.py\n"
+                    "  - glob:\n      include: transformations/orders.py\n")
+    problems = layout_problems(spec)
+    assert [(p.code, p.place.line if p.place else None) for p in problems] == [
+        ("SDPX-PRJ-407", 3), ("SDPX-PRJ-408", 3), ("SDPX-PRJ-408", 3)], problems
+    assert "'transformation/**' matches no file" in str(problems[1])
+    assert "'empty/**' matches no file" in str(problems[2])
+
+
 def test_a_sql_file_with_only_sdp_expect_properties_is_databricks_sql(tmp_path: Path) -> None:
     """Registered by spark-pipelines as it is, its rule file would be ignored: silently
     no expectations. So it is named too."""
@@ -125,6 +142,45 @@ def test_a_python_file_that_does_not_parse_stops_run_and_dry_run_before_spark(
         assert not (tmp_path / ".sdp-expect" / "logs").exists()
 
 
+RULE_ERRORS = ("from sdp_expect import pipelines as dp\n\n\n"
+               "@dp.materialized_view\n"
+               "@dp.expect_or_drop(\"summed\", \"sum(amount) > 0\")\n"
+               "@dp.expect_from_file(\"../rules/bad.yml\")\n"
+               "def orders():\n"
+               "    return None\n")
+"""A pipeline file that parses, with an aggregate rule at line 5 and a rule file (with an
+aggregate too) named at line 6."""
+
+
+def test_rule_errors_of_python_files_and_their_rule_files_stop_run_before_spark(
+        tmp_path: Path) -> None:
+    """The rules written in the Python files, and the rule files they name, are checked as
+    ``validate`` checks them before Spark starts: each error with its code, file and line
+    (the Python one with its source line), in both formats; nothing starts."""
+    project(tmp_path, {"transformations/orders.py": RULE_ERRORS,
+                       "rules/bad.yml": "- name: bad\n  constraint: count(*) > 1\n"})
+    for action in ("run", "dry-run"):
+        done = sdp_expect(action, cwd=tmp_path, timeout=120)
+        assert done.returncode == 1, done.stdout + done.stderr
+        lines = done.stderr.splitlines()
+        at = next(i for i, line in enumerate(lines)
+                  if line.startswith("[SDPX-VAL-010] transformations/orders.py:5:2"))
+        assert lines[at + 1] == '    @dp.expect_or_drop("summed", "sum(amount) > 0")', lines
+        assert any(line.startswith("[SDPX-VAL-010] rules/bad.yml") for line in lines), lines
+        assert "not started: 2 problem(s)" in done.stderr
+        assert not (tmp_path / ".sdp-expect" / "logs").exists()
+    done = sdp_expect("dry-run", "--format", "json", cwd=tmp_path, timeout=120)
+    document = json.loads(done.stdout)
+    assert done.returncode == 1 and document["status"] == "NOT_STARTED"
+    assert [(e["code"], e["place"]["file"], e["place"].get("line"))
+            for e in document["definition_errors"]] == [
+        ("SDPX-VAL-010", "transformations/orders.py", 5),
+        ("SDPX-VAL-010", "rules/bad.yml", None)], document
+    report = validate_paths([tmp_path])
+    assert sorted((e.code, Path(e.file).name) for e in report.errors) == [
+        ("SDPX-VAL-010", "bad.yml"), ("SDPX-VAL-010", "orders.py")]
+
+
 def test_validate_with_no_path_checks_the_project_around_it(tmp_path: Path) -> None:
     """``sdp-expect validate`` in a project's folder (or below it) checks that project:
     the spec and its Python files are counted, the broken one placed by line and column;
@@ -150,6 +206,31 @@ def test_validate_with_no_path_checks_the_project_around_it(tmp_path: Path) -> N
     elsewhere.mkdir()
     lost = sdp_expect("validate", cwd=elsewhere, timeout=120)
     assert lost.returncode == 2 and "give a PATH" in lost.stderr, lost.stderr
+
+
+def test_validate_of_a_project_reads_as_rules_only_what_names_rules(tmp_path: Path) -> None:
+    """In a project folder, the YAML and JSON files read as rule files are those its files
+    name and those in a ``rules/`` folder; data (JSON Lines a flow reads) is not read as
+    rules but counted in a note that names it; named explicitly, it is read."""
+    project(tmp_path, {
+        "transformations/orders.py": ("from sdp_expect import pipelines as dp\n\n\n"
+                                      "@dp.materialized_view\n"
+                                      "@dp.expect_from_file(\"../conf/orders.yml\")\n"
+                                      "def orders():\n    return None\n"),
+        "conf/orders.yml": "- name: bad\n  constraint: count(*) > 1\n",
+        "rules/more.yml": RULES,
+        "data/orders/part-0.json": '{"id": 1}\n{"id": 2}\n',
+        "data/settings.yaml": "a: [1\n"})
+    report = validate_paths([tmp_path])
+    assert [(e.code, Path(e.file).name) for e in report.errors] == [
+        ("SDPX-VAL-010", "orders.yml")], report.errors
+    # the spec, orders.py, conf/orders.yml (named by it), rules/more.yml
+    assert (report.files_checked, report.rules_checked) == (4, 2), report
+    [note] = [n.message for n in report.notes if "not read as rule files" in n.message]
+    assert note.startswith("2 YAML or JSON file(s)") and \
+        "data/orders/part-0.json, data/settings.yaml;" in note, note
+    named = validate_paths([tmp_path / "data" / "orders" / "part-0.json"])
+    assert [e.code for e in named.errors] == ["SDPX-VAL-009"], named.errors
 
 
 def test_a_named_python_file_is_parsed_not_read_as_rules(tmp_path: Path) -> None:

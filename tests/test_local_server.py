@@ -45,6 +45,8 @@ def project(tmp_path: Path) -> Path:
     (root / "spark-pipeline.yml").write_text(
         f"name: fake\nstorage: {(root / 'storage').as_uri()}\n"
         "libraries:\n  - glob:\n      include: transformations/**\n")
+    # A library must match a file (SDPX-PRJ-408); the fake spark-pipelines reads none.
+    (root / "transformations" / "pipeline.py").write_text("")
     return root
 
 

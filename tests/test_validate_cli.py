@@ -214,11 +214,13 @@ def test_a_project_folder_skips_its_pipeline_spec(tmp_path: Path) -> None:
         "  - glob:\n      include: transformations/**\n")
     (tmp_path / "rules").mkdir()
     (tmp_path / "rules" / "orders.yml").write_text("id IS NOT NULL:\n  action: drop\n")
+    (tmp_path / "transformations").mkdir()
+    (tmp_path / "transformations" / "orders.py").write_text("x = 1\n")
     report = validate_paths([tmp_path])
-    # the spec (its libraries checked) and the rule file
-    assert report.ok and report.files_checked == 2 and report.rules_checked == 1
+    # the spec (its libraries checked), its Python file and the rule file
+    assert report.ok and report.files_checked == 3 and report.rules_checked == 1
     named = validate_paths([tmp_path / "spark-pipeline.yml"])
-    assert named.ok and named.files_checked == 1
+    assert named.ok and named.files_checked == 2
     assert [n.message for n in named.notes] == [
         "a pipeline spec: its libraries checked for files that spark-pipelines refuses "
         "or cannot parse (not read as a rule file)"]

@@ -443,6 +443,13 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "quote configuration values (key: \"true\"), and list libraries as "
             "'- glob: {include: transformations/**}'",
         ),
+        ErrorSpec(
+            "SDPX-PRJ-408",
+            "a library of the pipeline spec matches no file: spark-pipelines would run the "
+            "pipeline without it, saying only 'Found 0 files' in its log",
+            "correct the include's path (relative to the spec's folder: a file, or a folder "
+            "ending in /** that holds the pipeline's files), or remove the library",
+        ),
         # -- the project's local Spark server (run, dry-run, serve) --
         ErrorSpec(
             "SDPX-SRV-501",

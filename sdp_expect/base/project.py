@@ -19,6 +19,7 @@ __all__ = [
     "UsageProblem",
     "find_spec",
     "library_files",
+    "library_globs",
     "load_project",
     "read_bool",
     "setting_text",
@@ -176,12 +177,11 @@ def _globs(data: Any) -> list[str]:
     return found
 
 
-def library_files(spec: Path, suffix: Optional[str] = None) -> list[Path]:
-    """The files that the spec's ``libraries`` globs match, as ``spark-pipelines`` finds
-    them (relative to the spec's folder), those ending in ``suffix`` when given (None:
-    every file, which ``spark-pipelines`` registers or refuses); none when the spec
-    cannot be read.
-    """
+def library_globs(spec: Path) -> list[tuple[str, list[Path]]]:
+    """Each ``include`` of the spec's ``libraries``, in order, with the files it matches
+    as ``spark-pipelines`` finds them (relative to the spec's folder; ``__pycache__``
+    left out); none when the spec cannot be read. An include that ``spark-pipelines``
+    would refuse (an absolute or empty pattern) matches nothing here."""
     import yaml
 
     try:
@@ -189,18 +189,30 @@ def library_files(spec: Path, suffix: Optional[str] = None) -> list[Path]:
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return []
     folder = spec.parent
-    files: list[Path] = []
-    for pattern in _globs(data):
+    found: list[tuple[str, list[Path]]] = []
+    for include in _globs(data):
         # spark-pipelines accepts a file path or a folder ending in /**, which it reads
         # as <folder>/**/* (everything below the folder); it rejects any other glob.
-        if pattern.endswith("/**"):
-            pattern += "/*"
+        pattern = include + "/*" if include.endswith("/**") else include
         try:
             matches = sorted(folder.glob(pattern))
         except (ValueError, NotImplementedError):
             # pathlib refuses an absolute or empty pattern (NotImplementedError,
             # ValueError): spark-pipelines rejects such a library too, and says so
-            continue
-        files.extend(p for p in matches if p.is_file() and (suffix is None or p.suffix == suffix)
-                     and "__pycache__" not in p.parts and p not in files)
+            matches = []
+        found.append((include, [p for p in matches
+                                if p.is_file() and "__pycache__" not in p.parts]))
+    return found
+
+
+def library_files(spec: Path, suffix: Optional[str] = None) -> list[Path]:
+    """The files that the spec's ``libraries`` globs match, as ``spark-pipelines`` finds
+    them (relative to the spec's folder), each once, those ending in ``suffix`` when
+    given (None: every file, which ``spark-pipelines`` registers or refuses); none when
+    the spec cannot be read (:func:`library_globs`).
+    """
+    files: list[Path] = []
+    for _, matches in library_globs(spec):
+        files.extend(p for p in matches if (suffix is None or p.suffix == suffix)
+                     and p not in files)
     return files

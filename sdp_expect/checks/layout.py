@@ -17,13 +17,21 @@ files alone, without Spark:
 - a setting of the spec's ``configuration`` still holding the placeholder that
   ``sdp-expect migrate`` wrote for a ``spark.conf.get(key)`` without a default
   (:data:`~sdp_expect.base.project.UNSET_VALUE`): SDPX-PRJ-403;
+- a library ``include`` that matches no file (a misspelt folder: ``spark-pipelines``
+  logs "Found 0 files" and runs without it): SDPX-PRJ-408;
 - a spec field that ``spark-pipelines`` refuses (an unknown field, no ``name`` or
   ``storage``, a configuration value that is not text, a glob it does not accept):
   SDPX-PRJ-407 (:mod:`sdp_expect.checks.spec`);
-- a Python file of the libraries that does not parse (``spark-pipelines`` would import
-  it once Spark had started, and stop there): SDPX-PRJ-406, at its line and column.
-  Python's own parser reads it (``compile`` to a syntax tree: nothing is imported or
-  run), so the verdict is the interpreter's.
+
+:func:`project_problems`, what ``run`` and ``dry-run`` check before they start Spark,
+adds the Python files of the libraries, each parsed once without importing it
+(:func:`~sdp_expect.checks.python_rules.read_python_file`): one that does not parse
+(``spark-pipelines`` would import it once Spark had started, and stop there),
+SDPX-PRJ-406 at its line and column; the rules its decorators write with literals,
+each checked as the model checks it, at its call; and the rule files it names with
+``expect_from_file``, checked as the pipeline's definition would read them.
+``sdp-expect validate`` reports the same, file by file with its counts
+(:mod:`sdp_expect.checks.validate`).
 
 The recommended layout keeps rule files and Databricks SQL folders beside
 ``transformations/``, not in it (docs/rule-files.md#where-rule-files-live).
@@ -31,18 +39,25 @@ The recommended layout keeps rule files and Databricks SQL folders beside
 
 from __future__ import annotations
 
-import ast
+import os
 from pathlib import Path
-from typing import Optional
 
 from sdp_expect.base.errors import Location, SdpExpectError
-from sdp_expect.base.project import UNSET_VALUE, UsageProblem, library_files, load_project
+from sdp_expect.base.project import (
+    UNSET_VALUE,
+    UsageProblem,
+    library_files,
+    library_globs,
+    load_project,
+)
 from sdp_expect.base.text_files import TextFileProblem, read_text
-from sdp_expect.checks.spec import key_lines, spec_problems
+from sdp_expect.checks.python_rules import read_python_file
+from sdp_expect.checks.spec import allowed_glob, key_lines, spec_problems
 from sdp_expect.dbsql.parse import check
 from sdp_expect.dbsql.statements import DatasetStatement
+from sdp_expect.rules import check_file
 
-__all__ = ["RULE_FILE_SUFFIXES", "layout_problems", "python_syntax_problem"]
+__all__ = ["RULE_FILE_SUFFIXES", "layout_problems", "project_problems"]
 
 RULE_FILE_SUFFIXES = frozenset({".yml", ".yaml", ".json"})
 """The suffixes of rule files (docs/rule-files.md)."""
@@ -65,7 +80,7 @@ def layout_problems(spec: Path) -> list[SdpExpectError]:
     except UsageProblem:
         configuration = {}  # an unreadable spec is reported where it is read
     unset = [key for key, value in configuration.items() if value == UNSET_VALUE]
-    lines = _spec_lines(spec) if unset else {}
+    lines = _spec_lines(spec)
     for key in unset:
         problems.append(SdpExpectError(
             "SDPX-PRJ-403",
@@ -73,8 +88,15 @@ def layout_problems(spec: Path) -> list[SdpExpectError]:
             f"wrote for a spark.conf.get({key!r}) without a default: the pipeline would "
             "run with it as the value",
             location=Location(spec.name, lines.get(f"configuration.{key}"))))
+    for include, matches in library_globs(spec):
+        if not matches and allowed_glob(include):  # else SDPX-PRJ-407 says it
+            problems.append(SdpExpectError(
+                "SDPX-PRJ-408",
+                f"the library include {include!r} matches no file: spark-pipelines would "
+                "say 'Found 0 files' in its log and run the pipeline without whatever it was "
+                "meant to hold", location=Location(spec.name, lines.get("libraries"))))
     for file in library_files(spec):
-        shown = file.relative_to(folder).as_posix() if file.is_relative_to(folder) else str(file)
+        shown = _shown(file, folder)
         suffix = file.suffix.lower()
         if file.suffix not in (".py", ".sql"):
             kind = ("a rule file" if suffix in RULE_FILE_SUFFIXES
@@ -84,10 +106,6 @@ def layout_problems(spec: Path) -> list[SdpExpectError]:
                 f"{kind} inside the spec's libraries: spark-pipelines registers every file "
                 "they match and stops at this one (PIPELINE_UNSUPPORTED_DEFINITIONS_FILE_"
                 "EXTENSION)", location=Location(shown)))
-        elif file.suffix == ".py":
-            unparsed = python_syntax_problem(file, shown)
-            if unparsed is not None:
-                problems.append(unparsed)
         elif file.suffix == ".sql" and _is_databricks_sql(file):
             problems.append(SdpExpectError(
                 "SDPX-PRJ-402",
@@ -97,23 +115,31 @@ def layout_problems(spec: Path) -> list[SdpExpectError]:
     return problems
 
 
-def python_syntax_problem(file: Path, shown: str) -> Optional[SdpExpectError]:
-    """SDPX-PRJ-406 at the place Python's parser stops in ``file`` (named ``shown``), or
-    ``None`` when it parses (or cannot be read: left to ``spark-pipelines`` to say)."""
-    try:
-        text = read_text(file, reject_binary=False, universal_newlines=True)
-    except TextFileProblem:
-        return None
-    try:
-        compile(text, str(file), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-    except SyntaxError as error:
-        return SdpExpectError(
-            "SDPX-PRJ-406", f"the file does not parse as Python: {error.msg}",
-            location=Location(shown, error.lineno, error.offset))
-    except ValueError as error:  # a NUL byte
-        return SdpExpectError("SDPX-PRJ-406", f"the file does not parse as Python: {error}",
-                              location=Location(shown))
-    return None
+def project_problems(spec: Path) -> list[SdpExpectError]:
+    """What ``run`` and ``dry-run`` check before Spark starts: :func:`layout_problems`,
+    then, for each Python file of the libraries, where it does not parse, its rules'
+    errors and those of the rule files it names (each rule file once), every file named
+    relative to the spec's folder.
+
+    :param spec: The pipeline spec file.
+    """
+    problems = layout_problems(spec)
+    folder = spec.parent
+    seen: set[Path] = set()
+    for file in library_files(spec, ".py"):
+        found = read_python_file(file, _shown(file, folder))
+        problems.extend(found.errors)
+        for use in found.rule_files:
+            rule_file = Path(os.path.normpath(file.parent / use.path))
+            if rule_file not in seen:
+                seen.add(rule_file)
+                problems.extend(check_file(_shown(rule_file, folder), base_dir=folder).errors)
+    return problems
+
+
+def _shown(file: Path, folder: Path) -> str:
+    """``file`` as errors name it: relative to the spec's ``folder`` when under it."""
+    return file.relative_to(folder).as_posix() if file.is_relative_to(folder) else str(file)
 
 
 def _spec_lines(spec: Path) -> dict[str, int]:

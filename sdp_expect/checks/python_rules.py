@@ -26,12 +26,18 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from sdp_expect.base.errors import Location, SdpExpectError
+from sdp_expect.base.text_files import TextFileProblem, read_text
 from sdp_expect.core.model import Action, make_expectation
 
-__all__ = ["PythonRules", "RuleFileUse", "read_python_rules"]
+__all__ = ["PYTHON_SYNTAX", "PythonRules", "RuleFileUse", "read_python_file",
+           "read_python_rules"]
+
+PYTHON_SYNTAX = "SDPX-PRJ-406"
+"""The code of a Python file that does not parse (:func:`read_python_file`)."""
 
 _MODULES = ("sdp_expect.pipelines", "sdp_expect.dlt")
 """The modules whose decorators declare rules."""
@@ -67,12 +73,38 @@ class PythonRules:
     :param computed: Rules whose parts are computed (left to the pipeline's definition).
     :param errors: Every rule's error, at its call.
     :param rule_files: The rule files it names.
+    :param parsed: False when the file could not be read or does not parse (its one
+        error, if any, is then :data:`PYTHON_SYNTAX`).
     """
 
     rules: int = 0
     computed: int = 0
     errors: list[SdpExpectError] = field(default_factory=list)
     rule_files: list[RuleFileUse] = field(default_factory=list)
+    parsed: bool = True
+
+
+def read_python_file(file: Path, shown: str) -> PythonRules:
+    """The rules of the Python file ``file`` (named ``shown`` in errors), its source parsed
+    once by Python's own parser (``compile`` to a syntax tree: nothing is imported or
+    run, so the verdict is the interpreter's): :func:`read_python_rules` of its tree, or
+    only SDPX-PRJ-406 at the line and column where the parser stops. A file that cannot
+    be read is left to ``spark-pipelines`` to report (no error here)."""
+    try:
+        text = read_text(file, reject_binary=False, universal_newlines=True)
+    except TextFileProblem:
+        return PythonRules(parsed=False)
+    try:
+        tree = ast.parse(text, str(file))
+    except SyntaxError as error:
+        return PythonRules(parsed=False, errors=[SdpExpectError(
+            PYTHON_SYNTAX, f"the file does not parse as Python: {error.msg}",
+            location=Location(shown, error.lineno, error.offset))])
+    except ValueError as error:  # a NUL byte
+        return PythonRules(parsed=False, errors=[SdpExpectError(
+            PYTHON_SYNTAX, f"the file does not parse as Python: {error}",
+            location=Location(shown))])
+    return read_python_rules(tree, shown)
 
 
 def read_python_rules(tree: ast.Module, shown: str) -> PythonRules:

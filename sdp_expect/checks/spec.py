@@ -27,6 +27,7 @@ from sdp_expect.base.errors import Location, SdpExpectError
 __all__ = [
     "REQUIRED_SPEC_FIELDS",
     "SPEC_FIELDS",
+    "allowed_glob",
     "key_lines",
     "spec_data_problems",
     "spec_problems",
@@ -132,7 +133,7 @@ def _library_problems(libraries: Any, lines: Mapping[str, int],
             problems.append(SdpExpectError(
                 CODE, f"library {number} is not '- glob: {{include: PATH}}' with a text "
                 "PATH (a file, or a folder ending in /**)", location=location))
-        elif not _allowed_glob(include):
+        elif not allowed_glob(include):
             problems.append(SdpExpectError(
                 CODE, f"library {number}'s include {include!r} is a glob spark-pipelines "
                 "refuses (PIPELINE_SPEC_INVALID_GLOB_PATTERN): give a file path, or a "
@@ -140,8 +141,9 @@ def _library_problems(libraries: Any, lines: Mapping[str, int],
     return problems
 
 
-def _allowed_glob(pattern: str) -> bool:
-    """A path without wildcards, or a folder without them ending in ``/**``."""
+def allowed_glob(pattern: str) -> bool:
+    """Whether ``spark-pipelines`` accepts the library include ``pattern``: a path without
+    wildcards, or a folder without them ending in ``/**``."""
     if not glob.has_magic(pattern):
         return True
     return pattern.endswith("/**") and not glob.has_magic(pattern[:-3])

@@ -24,7 +24,6 @@ is named or referenced.
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 from dataclasses import asdict, dataclass, field
@@ -33,9 +32,8 @@ from typing import Any, Sequence, Union
 
 from sdp_expect.base.errors import SdpExpectError
 from sdp_expect.base.project import SPEC_FILE_NAMES, library_files, spec_in
-from sdp_expect.base.text_files import TextFileProblem, read_text
-from sdp_expect.checks.layout import layout_problems, python_syntax_problem
-from sdp_expect.checks.python_rules import read_python_rules
+from sdp_expect.checks.layout import layout_problems
+from sdp_expect.checks.python_rules import read_python_file
 from sdp_expect.checks.results import (
     Checker,
     FileResult,
@@ -65,8 +63,6 @@ __all__ = [
 ]
 
 StrPath = Union[str, "os.PathLike[str]"]
-PYTHON_SYNTAX = "SDPX-PRJ-406"
-"""A Python file that does not parse (:func:`~sdp_expect.checks.layout.python_syntax_problem`)."""
 
 
 CHECKERS: dict[str, Checker] = {
@@ -215,15 +211,9 @@ def check_python_file(path: str) -> FileResult:
     not), and the rules its sdp-expect decorators and arguments write with literals, each
     checked as the model checks it, at its call (:mod:`sdp_expect.checks.python_rules`);
     a rule file it names with ``expect_from_file`` is checked as a file of its own."""
-    problem = python_syntax_problem(Path(path), path)
-    if problem is not None:
-        return FileResult(rules=0, errors=(_issue(problem, path),))
-    try:
-        tree = ast.parse(read_text(Path(path), reject_binary=False, universal_newlines=True),
-                         path)
-    except (TextFileProblem, SyntaxError, ValueError):  # said by the check above, if at all
-        return FileResult(rules=0)
-    found = read_python_rules(tree, path)
+    found = read_python_file(Path(path), path)
+    if not found.parsed:
+        return FileResult(rules=0, errors=tuple(_issue(e, path) for e in found.errors))
     folder = os.path.dirname(path)
     references = tuple(ReferencedFile(shown, check_rule_file(shown)) for shown in dict.fromkeys(
         use.path if os.path.isabs(use.path) else os.path.join(folder, use.path)
@@ -260,8 +250,6 @@ def _check_project(spec: Path, report: ValidationReport) -> None:
         return
     report.files_checked += 1
     for problem in layout_problems(spec):
-        if problem.code == PYTHON_SYNTAX:
-            continue  # said with the file's rules, below
         place = problem.place
         shown = str(spec.parent / place.file) if place is not None and place.file else str(spec)
         report.errors.append(_issue(problem, shown))
@@ -279,11 +267,50 @@ def _check_directory(directory: str, report: ValidationReport) -> None:
             "SDPX-VAL-003", path, None,
             "cannot read the directory. Fix: check that it exists and is readable.",
         ))
+    if spec is not None:
+        found = _project_files(found, spec.parent, report)
     for path in found:
         report.check(path, CHECKERS[os.path.splitext(path)[1].lower()])
     if not found and not unreadable and spec is None:
         suffixes = ", ".join(sorted(CHECKERS))
         report.notes.append(ValidationNote(directory, f"no files ending in {suffixes} here"))
+
+
+UNNAMED_SHOWN = 3
+"""How many of a project's unnamed YAML and JSON files the note names."""
+
+
+def _project_files(found: list[str], folder: Path, report: ValidationReport) -> list[str]:
+    """Of the files found under a project's folder, those :func:`_check_directory` checks:
+    every SQL file (a SQL file may name a rule file), then the YAML and JSON files that
+    the project's files name (checked already, or by a SQL file of ``found``) or that lie
+    in a folder named ``rules`` (the layout docs/rule-files.md recommends). A project also
+    holds data, configuration and tool files in those formats (JSON Lines that a flow
+    reads, say): they are not rule files, so they are not read, and a note says how many
+    and where (name a file or folder to check it as rules)."""
+    rule_suffixes = frozenset(suffix for suffix, checker in CHECKERS.items()
+                              if checker is check_rule_file)
+    code = [path for path in found if os.path.splitext(path)[1].lower() not in rule_suffixes]
+    for path in code:
+        report.check(path, CHECKERS[os.path.splitext(path)[1].lower()])
+    chosen, unnamed = [], []
+    for path in found:
+        if os.path.splitext(path)[1].lower() not in rule_suffixes:
+            continue
+        parts = Path(path).resolve().relative_to(folder.resolve()).parts[:-1] \
+            if Path(path).resolve().is_relative_to(folder.resolve()) else ()
+        if "rules" in parts:
+            chosen.append(path)
+        elif report.first_time(path):  # not named by a file checked before
+            unnamed.append(path)
+    if unnamed:
+        shown = ", ".join(os.path.relpath(path, folder) for path in unnamed[:UNNAMED_SHOWN])
+        more = f" and {len(unnamed) - UNNAMED_SHOWN} more" if len(unnamed) > UNNAMED_SHOWN else ""
+        report.notes.append(ValidationNote(str(folder), (
+            f"{len(unnamed)} YAML or JSON file(s) in the project that no pipeline file names "
+            f"and that are not in a rules/ folder, not read as rule files: {shown}{more}; "
+            "name a file or folder to check it as rules (sdp-expect validate PATH)")))
+    return chosen
 
 
 def _files_under(directory: str) -> tuple[list[str], list[str]]:

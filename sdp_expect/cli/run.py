@@ -28,7 +28,7 @@ from sdp_expect.base.errors import SdpExpectError
 from sdp_expect.base.project import Project, UsageProblem, find_spec, load_project
 from sdp_expect.base.terminal import paint, use_color, write_text
 from sdp_expect.base.text_files import source_excerpt
-from sdp_expect.checks.layout import layout_problems
+from sdp_expect.checks.layout import project_problems
 from sdp_expect.cli.after_run import AfterFlows, finish, report_of
 from sdp_expect.cli.exit_codes import EXIT_ALERT, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from sdp_expect.cli.webhook import alert_settings, deliver
@@ -258,7 +258,7 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
         except UsageProblem as problem:
             write_text(sys.stderr, f"sdp-expect {action}: error: {problem}\n")
             return EXIT_USAGE
-    misplaced = layout_problems(project.spec)
+    misplaced = project_problems(project.spec)
     if misplaced:
         return _refuse_layout(action, project, misplaced, as_json)
     events_out = sys.stderr if as_json else sys.stdout
