@@ -76,3 +76,16 @@ def test_a_wrapped_failure_of_another_cause_adds_no_line() -> None:
     lines = BEFORE + FAILURES["orders"] + AFTER
     out = shown(lines)
     assert WRAPPED in out and not [line for line in out if line.startswith(CAUSED_BY)]
+
+
+def test_a_dataset_without_companions_shows_the_cause_its_own_event_carries() -> None:
+    """No quarantine and no metrics: no companion's flow reports the message. The failed
+    flow's event carries Spark's cause on the line after its error (``spark-pipelines``'
+    output of a real run: pyspark 4.1.4, Delta Lake 4.4.0, ``sdp_expect.metrics:
+    false``, 7 Dec 2026), and the message is shown under the wrapped error from there."""
+    lines = [*BEFORE, FAILURES["orders"][0], WRAPPED,
+             f"[USER_RAISED_EXCEPTION] {MESSAGE} SQLSTATE: P0001", *AFTER]
+    out = shown(lines)
+    cause = f"{CAUSED_BY}{MESSAGE}"
+    assert out.count(cause) == 1, out
+    assert out.index(cause) == out.index(WRAPPED) + 1, out
