@@ -9,7 +9,7 @@ lines that have a release of the format and skip, with the reason, on the others
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pyspark
 import pytest
@@ -51,3 +51,10 @@ def start(name: str, workdir: Path) -> Iterator[SparkServer]:
         yield server
     finally:
         server.stop()
+
+
+def provider(spark: Any, table: str) -> str:
+    """The provider of ``table`` (a quoted, qualified name), as ``DESCRIBE TABLE
+    EXTENDED`` gives it, in lower case: the format the table is stored in."""
+    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {table}").collect()
+    return next(str(row[1]) for row in rows if row[0] == "Provider").lower()

@@ -132,7 +132,7 @@ def test_a_delta_project_is_converted_whole_and_says_its_format(tmp_path: Path) 
     """``USING DELTA`` in a SQL notebook is kept, and its statement is checked as the run
     of the spec migrate writes (``sdp_expect.format: delta``) sees it: not refused as a
     Delta dataset in a parquet pipeline (SDPX-DEF-120). The project runs on Delta in
-    ``test_corpus_formats.py``."""
+    ``test_migrate_formats.py``."""
     src = Path(shutil.copytree(LAKEFLOW / "orders_delta", tmp_path / "src"))
     result = migrate(src, tmp_path / "dst", data_root=str(tmp_path / "data"))
     assert result.of(NOT_CONVERTED) == [], result.of(NOT_CONVERTED)

@@ -31,7 +31,7 @@ from fault_oracle import (
     oracle,
     write_file,
 )
-from format_server import TEST_SPEED
+from format_server import TEST_SPEED, provider
 from last_good_project import FAILING_MESSAGE, UPDATES, LastGoodProject, Tables
 from pyspark.sql import DataFrame
 from pyspark.sql.connect.session import SparkSession
@@ -61,11 +61,6 @@ def _write_json(folder: Path, file: str, rows: list[tuple[Any, ...]]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / file).write_text("".join(
         json.dumps(dict(zip(COLUMNS, row, strict=True))) + "\n" for row in rows))
-
-
-def _provider(spark: SparkSession, table: str) -> str:
-    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {table}").collect()
-    return next(str(row[1]) for row in rows if row[0] == "Provider").lower()
 
 
 def _flows_into_orders(sources: list[Path]) -> Any:
@@ -123,7 +118,7 @@ def test_several_flows_into_one_streaming_table_count_every_record(
         assert metrics["small"]["failed_records"] == sum(
             1 for r in sent if r[1] is None or r[1] >= 10)
     for table in ("orders", "orders_quarantine", "orders_dq_metrics", "orders_dq_batches"):
-        assert _provider(pipeline.spark, f"`{pipeline.database}`.{table}") == name, table
+        assert provider(pipeline.spark, f"`{pipeline.database}`.{table}") == name, table
     again = pipeline.run(full_refresh_all=True)
     assert again.ok, again.output
     kept, quarantined = _oracle(sent)
@@ -205,7 +200,7 @@ def test_a_view_declared_with_the_format_updates_again_and_again(
         assert result.ok, (update, result.output)
         assert sorted(r["id"] for r in result.rows("orders")) == [1, 3]
         assert [r["id"] for r in result.rows("orders_quarantine")] == [2]
-    assert _provider(pipeline.spark, f"`{pipeline.database}`.orders") == name
+    assert provider(pipeline.spark, f"`{pipeline.database}`.orders") == name
 
 
 def test_the_history_table_is_written_and_read_in_the_format(
@@ -233,7 +228,7 @@ def test_the_history_table_is_written_and_read_in_the_format(
     assert [(r["pipeline"], r["failed_records"], r["total_records"]) for r in rows] == [
         (title, 1, 2), (title, 1, 2)]
     assert len({r["update_id"] for r in rows}) == 2
-    assert _provider(pipeline.spark, f"`{pipeline.database}`.sdp_expect_dq_history") == name
+    assert provider(pipeline.spark, f"`{pipeline.database}`.sdp_expect_dq_history") == name
 
 
 def test_the_format_s_example_runs_again_and_again_through_sdp_expect_run(
@@ -264,7 +259,7 @@ def test_the_format_s_example_runs_again_and_again_through_sdp_expect_run(
     assert counts == {"orders_bronze": 10, "orders_silver": 6, "orders_silver_quarantine": 4,
                       "revenue_by_customer": 6, "orders_silver_dq_metrics": 3,
                       "revenue_by_customer_dq_metrics": 1}
-    assert {_provider(spark, f"`{database}`.{table}") for table in counts} == {name}
+    assert {provider(spark, f"`{database}`.{table}") for table in counts} == {name}
 
 
 def test_a_failed_update_leaves_the_last_good_data_in_every_view(
