@@ -383,6 +383,16 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "settings), or start the Spark Connect server with the command line in "
             "docs/formats.md and run spark-pipelines --remote against it",
         ),
+        ErrorSpec(
+            "SDPX-CFG-206",
+            "a key of the spec's configuration under sdp_expect. is not a setting "
+            "sdp-expect knows: the pipeline would run as if it were not there",
+            "correct the key (the message names the nearest one); the settings are "
+            "sdp_expect.format, sdp_expect.quarantine, sdp_expect.metrics, "
+            "sdp_expect.metrics_from, sdp_expect.null_result, "
+            "sdp_expect.multiple_flows_on_file_formats and sdp_expect.alert.* "
+            "(docs/semantics.md, docs/formats.md, docs/alerts.md)",
+        ),
         # -- the project's layout (run, dry-run and validate, before Spark starts) --
         ErrorSpec(
             "SDPX-PRJ-401",

@@ -27,7 +27,8 @@ from sdp_expect.base.project import read_bool
 from sdp_expect.base.table_formats import DEFAULT_FORMAT_KEY, KEY_TABLE_FORMAT, table_format
 
 __all__ = ["KEY_DEFAULT_FORMAT", "KEY_FILE_FORMAT_FLOWS", "KEY_METRICS", "KEY_METRICS_FROM",
-           "KEY_NULL_RESULT", "KEY_QUARANTINE", "PipelineOptions", "read_options"]
+           "KEY_NULL_RESULT", "KEY_QUARANTINE", "OPTION_KEYS", "SETTING_PREFIX",
+           "SETTING_PREFIXES", "PipelineOptions", "read_options"]
 
 KEY_NULL_RESULT = "sdp_expect.null_result"
 KEY_QUARANTINE = "sdp_expect.quarantine"
@@ -37,6 +38,15 @@ KEY_METRICS_FROM = "sdp_expect.metrics_from"
 KEY_DEFAULT_FORMAT = DEFAULT_FORMAT_KEY
 """Spark's own setting: the format of a table declared without one
 (:data:`~sdp_expect.base.table_formats.DEFAULT_FORMAT_KEY`)."""
+OPTION_KEYS = (KEY_NULL_RESULT, KEY_QUARANTINE, KEY_METRICS, KEY_FILE_FORMAT_FLOWS,
+               KEY_METRICS_FROM)
+"""The pipeline-wide settings :func:`read_options` reads (with ``sdp_expect.format``)."""
+SETTING_PREFIX = "sdp_expect."
+"""The prefix of every setting of sdp-expect in a spec's configuration."""
+SETTING_PREFIXES = ("sdp_expect.alert.", "sdp_expect.migrate.")
+"""Families of settings read elsewhere: the alerts (checked when ``run`` reads them,
+before Spark starts; docs/alerts.md) and what ``migrate`` writes for the pipeline's own
+code to read (``sdp_expect.migrate.data_root``)."""
 
 
 @dataclass(frozen=True)

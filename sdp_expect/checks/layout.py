@@ -19,6 +19,8 @@ files alone, without Spark:
   (:data:`~sdp_expect.base.project.UNSET_VALUE`): SDPX-PRJ-403;
 - a library ``include`` that matches no file (a misspelt folder: ``spark-pipelines``
   logs "Found 0 files" and runs without it): SDPX-PRJ-408;
+- a setting of sdp-expect (``sdp_expect.*``) it does not know, or a value the setting
+  does not take: SDPX-CFG-206, SDPX-CFG-201, SDPX-CFG-204 (:mod:`sdp_expect.checks.settings`);
 - a spec field that ``spark-pipelines`` refuses (an unknown field, no ``name`` or
   ``storage``, a configuration value that is not text, a glob it does not accept):
   SDPX-PRJ-407 (:mod:`sdp_expect.checks.spec`);
@@ -52,6 +54,7 @@ from sdp_expect.base.project import (
 )
 from sdp_expect.base.text_files import TextFileProblem, read_text
 from sdp_expect.checks.python_rules import read_python_file
+from sdp_expect.checks.settings import settings_problems
 from sdp_expect.checks.spec import allowed_glob, key_lines, spec_problems
 from sdp_expect.dbsql.parse import check
 from sdp_expect.dbsql.statements import DatasetStatement
@@ -81,6 +84,7 @@ def layout_problems(spec: Path) -> list[SdpExpectError]:
         configuration = {}  # an unreadable spec is reported where it is read
     unset = [key for key, value in configuration.items() if value == UNSET_VALUE]
     lines = _spec_lines(spec)
+    problems.extend(settings_problems(configuration, lines, spec.name))
     for key in unset:
         problems.append(SdpExpectError(
             "SDPX-PRJ-403",
