@@ -107,3 +107,16 @@ def test_any_other_key_of_sdp_expect_is_unknown(rest: str) -> None:
         assert found == []
     else:
         assert [p.code for p in found] == ["SDPX-CFG-206"]
+
+
+def test_a_default_format_other_than_the_named_one_is_refused_at_its_line() -> None:
+    """``spark.sql.sources.default`` set in the spec wins over the server's: another format
+    than ``sdp_expect.format`` would store the tables in it (SDPX-CFG-205)."""
+    lines = {"configuration.spark.sql.sources.default": 7}
+    mismatch = {"sdp_expect.format": "delta", "spark.sql.sources.default": "parquet"}
+    found = settings_problems(mismatch, lines, "spark-pipeline.yml")
+    assert [(p.code, p.place.line if p.place else None) for p in found] == [
+        ("SDPX-CFG-205", 7)], found
+    for agreeing in ({"sdp_expect.format": "delta", "spark.sql.sources.default": "Delta"},
+                     {"spark.sql.sources.default": "orc"}):
+        assert settings_problems(agreeing, lines, "spark-pipeline.yml") == [], agreeing

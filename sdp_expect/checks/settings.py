@@ -5,8 +5,9 @@ A key under ``sdp_expect.`` is one sdp-expect reads: the pipeline-wide options
 families :data:`~sdp_expect.base.options.SETTING_PREFIXES` names. A misspelt key
 (``sdp_expect.quarantne``) would be passed over without a word, and the pipeline would
 run without what it asks for: SDPX-CFG-206, with the nearest key it knows. A value a
-setting does not take is SDPX-CFG-201 (SDPX-CFG-204 for a format), as when the pipeline
-is defined, here at the spec's line and all at once.
+setting does not take is SDPX-CFG-201 (SDPX-CFG-204 for a format), and a
+``spark.sql.sources.default`` the spec sets to another format than the one it names
+SDPX-CFG-205, as when the pipeline is defined, here at the spec's line and all at once.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 
 from sdp_expect.base.errors import Location, SdpExpectError
 from sdp_expect.base.options import OPTION_KEYS, SETTING_PREFIX, SETTING_PREFIXES, read_options
-from sdp_expect.base.table_formats import KEY_TABLE_FORMAT, table_format
+from sdp_expect.base.table_formats import DEFAULT_FORMAT_KEY, KEY_TABLE_FORMAT, table_format
 
 __all__ = ["KNOWN_KEYS", "settings_problems"]
 
@@ -56,4 +57,15 @@ def settings_problems(configuration: Mapping[str, str], lines: Mapping[str, int]
         except SdpExpectError as error:
             problems.append(SdpExpectError(error.code, error.detail, fix=error.fix,
                                            location=where))
+    default = configuration.get(DEFAULT_FORMAT_KEY)
+    if default is not None and not problems:
+        # The spec sets Spark's default format itself: it must be the format it names
+        # (SDPX-CFG-205, as at definition), else tables would be stored in another.
+        try:
+            read_options({KEY_TABLE_FORMAT: configuration.get(KEY_TABLE_FORMAT, ""),
+                          DEFAULT_FORMAT_KEY: default}.get)
+        except SdpExpectError as error:
+            problems.append(SdpExpectError(error.code, error.detail, fix=error.fix,
+                                           location=Location(shown, lines.get(
+                                               f"configuration.{DEFAULT_FORMAT_KEY}"))))
     return problems
