@@ -501,7 +501,8 @@ def _define(definition: Definition, location: SourceCodeLocation,
         owner = definition.rules.dataset
         note_datasets(owner, *planned.companions.names())
     with located(location), registering(owner):
-        emit(planned, query, func, options)
+        emit(planned, query, func, options,
+             streaming=query is not None and is_streaming(query))
 
 
 @overload

@@ -123,6 +123,7 @@ def python_plans(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Callable
         _recording(monkeypatch, pipelines, plans)
         monkeypatch.setattr(pipelines, "graph_state", lambda: state)
         monkeypatch.setattr(pipelines, "evaluate_query", lambda func, *a, **k: object())
+        monkeypatch.setattr(pipelines, "is_streaming", lambda query: False)  # of object()
         monkeypatch.setattr(pipelines, "located", lambda location: contextlib.nullcontext())
         monkeypatch.setattr(pipelines, "registering", lambda name: contextlib.nullcontext())
         monkeypatch.setattr(pipelines, "note_datasets", lambda *names: None)

@@ -37,6 +37,7 @@ __all__ = [
     "TokenKind",
     "is_keyword",
     "matching_paren",
+    "mentions_stream",
     "split_statements",
     "sql_string",
     "tokenize",
@@ -442,3 +443,13 @@ def split_statements(text: str) -> list[tuple[str, int]]:
     if first is not None and last is not None:
         statements.append((text[first.start : last.end], first.line))
     return statements
+
+
+def mentions_stream(sql_text: str) -> bool:
+    """Whether SQL text reads a stream (``STREAM x`` or ``STREAM(x)``), from its tokens
+    (text that does not tokenize: no)."""
+    try:
+        tokens = tokenize(sql_text)
+    except ValueError:
+        return False
+    return any(t.kind is TokenKind.IDENT and t.value.upper() == "STREAM" for t in tokens)

@@ -551,9 +551,12 @@ def rule_checks(rules: DatasetRules, companions: CompanionPlan, flow: str) -> li
     SDP analyses every flow in ``dry-run`` and ``run`` but executes no view that nothing
     reads: a constraint Spark cannot resolve fails exactly its own view's flow, which
     the emitters record in the definitions file with the dataset, the expectation and
-    its ``file:line`` (SDPX-DEF-111 in ``sdp-expect run``). The view of the query alone
-    tells a broken query (every view fails) from a broken constraint; it lists the flows
-    a broken constraint also fails (the dataset's, its companions').
+    its ``file:line`` (SDPX-DEF-111 in ``sdp-expect run``). Each rule's view reads the
+    view of the query alone (``query_view``), so that the query is analysed once per flow
+    and not once per rule (a read of a view in the graph takes its analysed plan). The
+    view of the query alone tells a broken query (it fails, and the rules' views with it,
+    upstream) from a broken constraint; it lists the flows a broken constraint also fails
+    (the dataset's, its companions').
     """
     dataset = rules.dataset
     derived = (flow, *companions.names(), quarantine_flow_name(flow), batch_log_flow_name(flow),

@@ -194,7 +194,8 @@ def apply(logic: RuleLogic, flow: FlowSpec, source: DataFrame) -> DataFrame:
 
 
 def checked(logic: RuleLogic, check: RuleCheck, query: DataFrame) -> DataFrame:
-    """A check view's query: the flow's query alone, or one rule's constraint over it."""
+    """A check view's query: the flow's query alone, or one rule's constraint over it (a
+    rule's is given a read of the query's own check view)."""
     if check.expectation is None:
         return query
     return rule_check(logic, query, check.expectation)
@@ -285,7 +286,7 @@ def _dataset(logic: RuleLogic, spec: DatasetSpec, query: Optional[DataFrame],
 
 
 def emit(plan: Plan, query: Optional[DataFrame], func: Callable[..., Any],
-         options: Optional[Dict[str, Any]] = None) -> None:
+         options: Optional[Dict[str, Any]] = None, *, streaming: bool = False) -> None:
     """Register everything ``plan`` holds: datasets, then flows, then check views.
 
     :param plan: The plan.
@@ -294,6 +295,8 @@ def emit(plan: Plan, query: Optional[DataFrame], func: Callable[..., Any],
     :param options: The user's options of the dataset itself (``comment``,
         ``table_properties``, ...); a flow's and the dataset's own Spark conf are
         the plan's.
+    :param streaming: Whether ``query`` reads a stream (a rule's check view reads the
+        query's view as one).
     """
     logic = RuleLogic(plan.rules, plan.options)
     options = dict(options or {})
@@ -310,6 +313,25 @@ def emit(plan: Plan, query: Optional[DataFrame], func: Callable[..., Any],
                         func if flow.step in (Step.QUERY, Step.TARGET) else _STEPS[flow.step]))
     for check in plan.checks:
         assert query is not None
-        _sdp.temporary_view(name=check.view)(returning(checked(logic, check, query),
-                                                       rule_check))
+        if check.query_view is None:  # the query alone
+            _sdp.temporary_view(name=check.view)(returning(query, rule_check))
+        else:  # one rule, over the query's view: the query is analysed once, not per rule
+            _sdp.temporary_view(name=check.view, spark_conf=dict(CHECK_VIEW_CONF))(
+                returning(checked(logic, check, _view_read(check.query_view, streaming,
+                                                           check.dataset)), rule_check))
         record_check(check)
+
+
+CHECK_VIEW_CONF = {"pipelines.incompatibleViewCheck.enabled": "false"}
+"""A rule's check view reads the query's view as the query reads (a stream, or not);
+should the two ever disagree, SDP's check of that (``INCOMPATIBLE_..._VIEW_READ``) is
+off for these views alone, which are analysed and never run."""
+
+
+def _view_read(view: str, streaming: bool, alias: str) -> DataFrame:
+    """A read of the graph's view ``view``: as a stream when ``streaming``, its columns
+    qualified by ``alias`` (the dataset's name: Spark's message on a column it cannot
+    resolve names the columns it has by it, not by a view sdp-expect made)."""
+    spark = SparkSession.active()
+    read = spark.readStream.table(view) if streaming else spark.read.table(view)
+    return read.alias(alias.rsplit(".", 1)[-1])

@@ -43,7 +43,7 @@ from sdp_expect.base.options import (
     PipelineOptions,
     read_options,
 )
-from sdp_expect.base.sqltokens import sql_string
+from sdp_expect.base.sqltokens import mentions_stream, sql_string
 from sdp_expect.core.compiler import RuleLogic
 from sdp_expect.core.model import DatasetKind
 from sdp_expect.core.planner import (
@@ -531,8 +531,13 @@ class Translator:
             out.statement(text, origin)
         if not self.check_views or query is None:
             return
+        # A rule's view reads the query's view (the query is analysed once, not per rule),
+        # as a stream when the query reads one.
+        streaming = mentions_stream(query.text)
         for check in plan.checks:
-            select = logic.rule_check_select(sql.source, check.expectation)
+            read = f"STREAM({check.query_view})" if streaming else check.query_view
+            source = sql.source if check.query_view is None else f"{read} AS {SOURCE_ALIAS}"
+            select = logic.rule_check_select(source, check.expectation)
             out.statement(f"CREATE TEMPORARY VIEW {check.view}\nAS {select}", origin, query)
             record_check(check)
 

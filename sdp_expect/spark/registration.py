@@ -44,6 +44,7 @@ from sdp_expect.base.errors import Location, SdpExpectError
 from sdp_expect.base.names import RESERVED_PREFIX
 from sdp_expect.base.options import read_options
 from sdp_expect.base.project import library_files, spec_in
+from sdp_expect.base.sqltokens import mentions_stream
 from sdp_expect.core.planner import PlanState
 from sdp_expect.spark.early_binding import (
     EarlyRead,
@@ -52,7 +53,7 @@ from sdp_expect.spark.early_binding import (
     messages,
     table_name,
 )
-from sdp_expect.spark.routing import Router, RouteView, is_route_name, mentions_stream
+from sdp_expect.spark.routing import Router, RouteView, is_route_name
 
 __all__ = [
     "GraphState",

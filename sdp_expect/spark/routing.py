@@ -36,9 +36,10 @@ from typing import Any, Callable, Iterator, Optional
 
 from sdp_expect.base.names import ROUTE_PREFIX
 from sdp_expect.base.spark_version import spark_has
+from sdp_expect.base.sqltokens import mentions_stream
 from sdp_expect.spark.early_binding import EARLY_BINDING_RELATIONS, dataset_reads, messages
 
-__all__ = ["RouteView", "Router", "handles", "is_route_name", "mentions_stream"]
+__all__ = ["RouteView", "Router", "handles", "is_route_name"]
 
 """The names of the route views: reserved, as every ``_sdpx_`` name of a graph."""
 
@@ -379,17 +380,6 @@ def _is_streaming(relation: Any) -> bool:
         if name == "SQL" and mentions_stream(message.query):
             return True
     return False
-
-
-def mentions_stream(sql_text: str) -> bool:
-    """Whether SQL text reads a stream (``STREAM x`` or ``STREAM(x)``), from its tokens."""
-    from sdp_expect.base.sqltokens import TokenKind, tokenize
-
-    try:
-        tokens = tokenize(sql_text)
-    except ValueError:
-        return False
-    return any(t.kind is TokenKind.IDENT and t.value.upper() == "STREAM" for t in tokens)
 
 
 def _forget_moved_plan_ids(relation: Any) -> None:
