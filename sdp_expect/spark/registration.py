@@ -44,16 +44,14 @@ from sdp_expect.base.errors import Location, SdpExpectError
 from sdp_expect.base.names import RESERVED_PREFIX
 from sdp_expect.base.options import read_options
 from sdp_expect.base.project import library_files, spec_in
-from sdp_expect.base.sqltokens import mentions_stream
 from sdp_expect.core.planner import PlanState
 from sdp_expect.spark.early_binding import (
     EarlyRead,
     describe,
     early_reads,
-    messages,
     table_name,
 )
-from sdp_expect.spark.routing import Router, RouteView, is_route_name
+from sdp_expect.spark.routing import Router, RouteView, is_route_name, reads_stream
 
 __all__ = [
     "GraphState",
@@ -453,13 +451,7 @@ def is_streaming(query: DataFrame) -> bool:
     relation = _relation(query)
     if relation is None:
         return bool(query.isStreaming)  # classic (non-Connect) DataFrame: no RPC involved
-    for message in messages(relation):
-        name = message.DESCRIPTOR.name
-        if name == "Read" and getattr(message, "is_streaming", False):
-            return True
-        if name == "SQL" and mentions_stream(getattr(message, "query", "")):
-            return True
-    return False
+    return reads_stream(relation)
 
 
 # In the child of ``sdp-expect run`` / ``dry-run``, the coded error that stops the

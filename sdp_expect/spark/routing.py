@@ -39,7 +39,7 @@ from sdp_expect.base.spark_version import spark_has
 from sdp_expect.base.sqltokens import mentions_stream
 from sdp_expect.spark.early_binding import EARLY_BINDING_RELATIONS, dataset_reads, messages
 
-__all__ = ["RouteView", "Router", "handles", "is_route_name"]
+__all__ = ["RouteView", "Router", "handles", "is_route_name", "reads_stream"]
 
 """The names of the route views: reserved, as every ``_sdpx_`` name of a graph."""
 
@@ -310,7 +310,7 @@ class Router:
 
     def _deduplicate(self, relation: Any, node: Any) -> None:
         """distinct / dropDuplicates (batch): SQL text over a view of the input."""
-        if node.within_watermark or _is_streaming(node.input):
+        if node.within_watermark or reads_stream(node.input):
             return
         keys = list(node.column_names)
         if node.all_columns_as_keys or not keys:
@@ -328,7 +328,7 @@ class Router:
         query = type(relation)()
         query.CopyFrom(source)
         self._route_reads(query)
-        streaming = _is_streaming(query)
+        streaming = reads_stream(query)
         view = self._view_of(query, streaming)
         name = _quoted(view.name)
         plan_id = relation.common.plan_id if relation.common.HasField("plan_id") else None
@@ -372,7 +372,9 @@ def _child_relations(node: Any) -> list[Any]:
     return children
 
 
-def _is_streaming(relation: Any) -> bool:
+def reads_stream(relation: Any) -> bool:
+    """Whether the unresolved plan ``relation`` reads a stream: a streaming read, or
+    ``STREAM`` in SQL text. No request is sent to Spark."""
     for message in messages(relation):
         name = message.DESCRIPTOR.name
         if name == "Read" and message.is_streaming:
