@@ -61,6 +61,40 @@ IFS=';' read -r -a spec_list <<< "$specs"
 prepare_pid=""
 # A hung line ends with its output and the next line runs, instead of CI's limit ending all.
 line_limit=${SDPX_LINE_TIMEOUT:-45m}
+limit_s=${line_limit%m}
+if [[ $line_limit == *m ]]; then limit_s=$(( limit_s * 60 )); fi
+# A line near its limit is hung: what it runs is written down before it is stopped, the
+# tests in progress (tests/conftest.py notes them) and every JVM's and worker's stacks.
+dump_hang() {  # $1: the line's pyspark version
+  local out="test-results/hang-$1.txt"
+  {
+    echo "== the tests in progress, $(date -u +%H:%M:%S):"
+    cat "$running"/*.txt 2>/dev/null || echo "  (none noted)"
+    echo "== the processes of this clone:"
+    ps -eo pid,etime,time,rss,args | grep -F -- "$PWD/" | grep -v grep | cut -c1-300 || true
+    for pid in $(pgrep -f -- "$PWD/\.venv/.*(java|pytest|python)" || true); do
+      echo "== stacks of $pid"
+      if [[ $(ps -o comm= -p "$pid" 2>/dev/null) == java ]]; then
+        timeout 60 jstack "$pid" 2>&1 || true
+      elif command -v py-spy >/dev/null; then
+        timeout 60 py-spy dump --pid "$pid" 2>&1 || true
+      fi
+    done
+  } > "$out" 2>&1
+  echo "== pyspark $1: $line_limit nearly spent; the tests in progress (stacks in $out):"
+  cat "$running"/*.txt 2>/dev/null || echo "  (none noted)"
+}
+# Spark processes of this clone still alive after a line (a server a test did not stop)
+# would slow every later line: each is named and ended.
+end_leftovers() {
+  local pids
+  pids=$(pgrep -f -- "^[^ ]*java .*$PWD/" || true)
+  if [[ -n $pids ]]; then
+    echo "== JVMs left running by the line, ended:"
+    ps -o pid,etime,time,args -p "${pids//$'\n'/,}" | cut -c1-200
+    kill $pids 2>/dev/null || true
+  fi
+}
 for entry in "${spec_list[@]}"; do
   IFS='@' read -r spec markers hypothesis paths servers <<< "$entry"
   if [[ $first == 0 && -n $prepare_pid ]]; then
@@ -93,18 +127,37 @@ for entry in "${spec_list[@]}"; do
     echo "== import-linter (the layers of docs/architecture.md)"
     "$venv/bin/lint-imports" || status=1
   fi
-  args=(-n "$workers" --dist loadfile --junitxml "test-results/pyspark-$version.xml")
+  # --max-worker-restart 0: a worker ended by pytest-timeout fails its test and is not
+  # replaced; pytest-xdist 3.8's loadfile scheduling can wait forever after a replacement
+  # (pytest-xdist issue 784; the 4.1 line of CI's run of 7 Dec 2026 spent its 45 minutes so).
+  args=(-n "$workers" --dist loadfile --max-worker-restart 0
+        --junitxml "test-results/pyspark-$version.xml")
   if [[ -n $markers ]]; then args+=(-m "$markers"); fi
   read -r -a path_list <<< "${paths:-}"
   echo "== pytest ${args[*]} $* ${path_list[*]}"
   line_began=$(date +%s)
   rc=0
+  running="$PWD/test-results/running"  # tests/conftest.py: each worker's test in progress
+  rm -rf "$running" && mkdir -p "$running"
+  (trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+   sleep $(( limit_s > 300 ? limit_s - 180 : limit_s / 2 )) > /dev/null 2>&1 & nap=$!
+   wait "$nap" && dump_hang "$version") &
+  watch_pid=$!
   PATH="$PWD/$venv/bin:$PATH" SDPX_HYPOTHESIS="${hypothesis:-full}" SDPX_TIER_COUNTS="$counts" \
+    SDPX_RUNNING="$running" \
     SDPX_SERVER="$server" SDPX_SHARED_SERVER="$shared" \
     timeout --kill-after=60 "$line_limit" \
     "$venv/bin/python" -m pytest "${args[@]}" "$@" "${path_list[@]}" || rc=$?
+  kill "$watch_pid" 2>/dev/null || true
+  wait "$watch_pid" 2>/dev/null || true
+  end_leftovers
+  for stacks in "$running"/*-stacks.txt; do  # tests near their time limit (conftest.py)
+    if [[ -f $stacks ]]; then echo "== $(head -1 "$stacks" | cut -c4-):"; sed -n '2,120p' "$stacks"; fi
+  done
   if [[ $rc == 124 || $rc == 137 ]]; then
     echo "== pyspark $version: the line did not end within $line_limit (SDPX_LINE_TIMEOUT)"
+    echo "== the tests still running then:"
+    cat "$running"/*.txt 2>/dev/null || echo "  (none noted)"
   fi
   # 5: the arguments chose no test on this line (e.g. -k for a file another line runs).
   if [[ $rc != 0 && $rc != 5 ]]; then status=1; fi

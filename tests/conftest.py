@@ -31,9 +31,11 @@ only, for the lines that are not the line of the full runs (scripts/test.sh).
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterator
@@ -128,6 +130,60 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if target:
         with open(target, "a", encoding="utf-8") as handle:
             handle.write(json.dumps({"pyspark": pyspark.__version__, "tiers": line}) + "\n")
+
+
+# -- what is running, for a line that does not end ----------------------------------------
+STACKS_BEFORE_TIMEOUT = 60
+"""Seconds before its pytest-timeout limit at which a test's stacks are written down."""
+
+
+def _write_stacks(path: Path, nodeid: str, waited: float) -> None:
+    """Every Python thread's stack, then ``jstack`` of every JVM of this clone, to ``path``."""
+    import subprocess
+
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(f"== {nodeid}: still running {waited:.0f} s on\n")
+        out.flush()
+        faulthandler.dump_traceback(file=out, all_threads=True)
+        found = subprocess.run(["pgrep", "-f", f"^[^ ]*java .*{REPO}/"], capture_output=True,
+                               text=True, check=False).stdout.split()
+        for pid in found:
+            out.write(f"\n== jstack {pid}\n")
+            out.flush()
+            subprocess.run(["jstack", pid], stdout=out, stderr=subprocess.STDOUT, timeout=60,
+                           check=False)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """When ``$SDPX_RUNNING`` names a folder, a worker of ``pytest -n`` notes there the test
+    it runs (``gwN.txt``) and, if the test still runs a minute before its pytest-timeout
+    limit, every thread's stack and every JVM's (``gwN-stacks.txt``). pytest-timeout then
+    ends the worker, and a worker's own output is lost: scripts/test.sh prints these files
+    when a line ends (JUnit reports are written only at the end of a line)."""
+    import threading
+
+    folder, worker = os.environ.get("SDPX_RUNNING"), os.environ.get("PYTEST_XDIST_WORKER")
+    if not folder or not worker:
+        yield
+        return
+    note = Path(folder) / f"{worker}.txt"
+    note.write_text(f"{item.nodeid} (since {time.strftime('%H:%M:%S')}, worker pid "
+                    f"{os.getpid()})\n", encoding="utf-8")
+    marker = item.get_closest_marker("timeout")
+    limit = float(marker.args[0] if marker and marker.args
+                  else item.config.getini("timeout") or 0)
+    waited = limit - STACKS_BEFORE_TIMEOUT
+    timer = threading.Timer(waited, _write_stacks,
+                            (Path(folder) / f"{worker}-stacks.txt", item.nodeid, waited))
+    timer.daemon = True
+    if waited > 0:
+        timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+    note.unlink(missing_ok=True)
 
 
 # -- what a test may start ----------------------------------------------------------------
