@@ -65,6 +65,8 @@ LOOKALIKES = [
     "CAST(x AS STRUCT<>) IS NOT NULL",
     "x::array<array<int>> IS NOT NULL",
     "CAST(x AS map<string, array<int>>) IS NOT NULL",
+    "cast(x AS array<int>) = array(1)",
+    "x::map<string,array<int>> IS NULL OR x::struct<a:int> IS NULL",
     "CAST(x AS DECIMAL(10, 2)) > 0",
     "hash(*) IS NOT NULL",
     "raw:a.b::int > 0",
@@ -131,6 +133,11 @@ def test_valid_constraints_pass(constraint: str) -> None:
         ("f(, a)", "unexpected ',' at line 1, column 3: a value is missing before it"),
         (", a", "unexpected ',' at line 1, column 1: a value is missing before it"),
         ("a >=", "missing operand after '>=' at line 1, column 3"),
+        ("amount >", "missing operand after '>' at line 1, column 8"),
+        ("f(a >) > 0", "missing operand after '>' at line 1, column 5"),
+        ("a IN (1 >, 2)", "missing operand after '>' at line 1, column 9"),
+        ("x::array<int> >", "missing operand after '>' at line 1, column 15"),
+        ("a >>", "missing operand after '>>' at line 1, column 3"),
         ("a = 1 AND b =", "missing operand after '=' at line 1, column 13"),
         ("a = 1 -- b\n AND c <> d ||", "missing operand after '||' at line 2, column 13"),
         ("f(a +) > 0", "missing operand after '+' at line 1, column 5"),
@@ -164,6 +171,9 @@ KEYWORD_CASES = [
     "x like 'a' escape", "x in (1,2) and", "x is null and", "x rlike", "x div", "`x` and",
     "'a' like", "x[0] in", "case when a then b else c end and", "(x and) or y",
     "coalesce(x and, y)",
+    # '>' (and '>>') need an operand, unless they close a type: array<int>, map<a, array<b>>.
+    "x >", "x >>", "f(x >)", "(x >) or y", "x::array<int>", "(x::array<array<int>>) is null",
+    "cast(x as map<int, array<int>>) is null", "x::struct<a:int>", "x::array<int> >",
 ]
 
 

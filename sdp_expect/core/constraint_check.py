@@ -117,11 +117,16 @@ _OPERAND_FOLLOWERS = frozenset(
 )
 
 # Operators that need an operand on their right: none may come last, or right
-# before ')', ']' or ','. (Not '>' and the shifts: '>' also closes a type such
-# as array<int>. Not '<>': STRUCT<> is a type. Not '*': count(*). Not ':'.)
+# before ')', ']' or ','. (Not '<>': STRUCT<> is a type. Not '*': count(*). Not
+# ':'.) '>' and the right shifts are in :data:`_CLOSES_TYPE` too: they need an
+# operand unless they close a type, as in x::array<int> or CAST(x AS map<a, array<b>>).
 _NEEDS_RIGHT_OPERAND = frozenset(
-    "= == <=> != <= >= !< !> < << + - / % || & | ^ :: -> => ~ !".split()
+    "= == <=> != <= >= !< !> < << >> >>> > + - / % || & | ^ :: -> => ~ !".split()
 )
+_TYPE_OPENERS = frozenset({"array", "map", "struct"})
+"""Type names whose ``<`` opens a list of types (``array<int>``), closed by ``>``."""
+_CLOSES_TYPE = {">": 1, ">>": 2, ">>>": 3}
+"""How many open ``<`` of types each of these tokens can close."""
 
 # Binary operators that cannot start an operand: none may come first, or right
 # after '(', '[' or ','. ('+', '-', '~', '!' are also prefix operators, '*' is
@@ -156,11 +161,19 @@ def _check_well_formed(tokens: list[Token]) -> Optional[ConstraintProblem]:
     cannot be one SQL expression, if any."""
     open_stack: list[Token] = []
     prev: Optional[Token] = None
+    open_types = 0  # '<' of array<, map<, struct< not closed yet
+    closed_type: Optional[Token] = None  # the last '>' (or '>>', '>>>') that closed a type
     for token in tokens:
         kind = token.kind
         if kind is TokenKind.OPERATOR:
             if token.text in _NEEDS_LEFT_OPERAND and (prev is None or prev.kind in _LIST_STARTS):
                 return _malformed(f"missing operand before '{token.text}' {_at(token)}")
+            if (token.text == "<" and prev is not None and prev.kind is TokenKind.IDENT
+                    and prev.text.lower() in _TYPE_OPENERS):
+                open_types += 1
+            elif token.text in _CLOSES_TYPE and open_types:
+                open_types = max(0, open_types - _CLOSES_TYPE[token.text])
+                closed_type = token
         elif kind in _OPENERS:
             open_stack.append(token)
         elif kind in _CLOSERS:
@@ -182,12 +195,8 @@ def _check_well_formed(tokens: list[Token]) -> Optional[ConstraintProblem]:
             return _malformed(f"unexpected '*/' {_at(token)}: no comment is open")
         elif kind is TokenKind.COMMA and (prev is None or prev.kind in _LIST_STARTS):
             return _malformed(f"unexpected ',' {_at(token)}: a value is missing before it")
-        if (
-            kind in _LIST_ENDS
-            and prev is not None
-            and prev.kind is TokenKind.OPERATOR
-            and prev.text in _NEEDS_RIGHT_OPERAND
-        ):
+        if kind in _LIST_ENDS and _wants_operand(prev, closed_type):
+            assert prev is not None
             return _malformed(f"missing operand after '{prev.text}' {_at(prev)}")
         prev = token
     if open_stack:
@@ -196,9 +205,17 @@ def _check_well_formed(tokens: list[Token]) -> Optional[ConstraintProblem]:
             f"unbalanced {_BRACKET_WORDS[opener_token.text]} {_at(opener_token)} "
             f"('{opener_token.text}' is never closed)"
         )
-    if prev is not None and prev.kind is TokenKind.OPERATOR and prev.text in _NEEDS_RIGHT_OPERAND:
+    if _wants_operand(prev, closed_type):
+        assert prev is not None
         return _malformed(f"missing operand after '{prev.text}' {_at(prev)}")
     return None
+
+
+def _wants_operand(token: Optional[Token], closed_type: Optional[Token]) -> bool:
+    """Whether ``token`` is an operator that needs an operand on its right (a '>' that
+    closed a type does not)."""
+    return (token is not None and token.kind is TokenKind.OPERATOR
+            and token.text in _NEEDS_RIGHT_OPERAND and token is not closed_type)
 
 
 _KEYWORD_OPERATORS = frozenset(
