@@ -127,10 +127,13 @@ for entry in "${spec_list[@]}"; do
     echo "== import-linter (the layers of docs/architecture.md)"
     "$venv/bin/lint-imports" || status=1
   fi
-  # --max-worker-restart 0: a worker ended by pytest-timeout fails its test and is not
-  # replaced; pytest-xdist 3.8's loadfile scheduling can wait forever after a replacement
-  # (pytest-xdist issue 784; the 4.1 line of CI's run of 7 Dec 2026 spent its 45 minutes so).
+  # A test that reaches its pytest-timeout limit runs once more (its stacks are printed
+  # below); a worker ended because the limit's signal could not stop its test
+  # (tests/conftest.py) is not replaced: pytest-xdist 3.8's loadfile scheduling can wait
+  # forever after a replacement (pytest-xdist issue 784; the 4.1 line of CI's run of 7 Dec
+  # 2026 spent its 45 minutes so). docs/testing.md, "The matrix".
   args=(-n "$workers" --dist loadfile --max-worker-restart 0
+        --reruns 1 --only-rerun "from pytest-timeout"
         --junitxml "test-results/pyspark-$version.xml")
   if [[ -n $markers ]]; then args+=(-m "$markers"); fi
   read -r -a path_list <<< "${paths:-}"

@@ -95,6 +95,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
     on_oldest = not spark_has((4, 2))
     for item in items:
+        _LIMITS[item.nodeid] = _limit(item)
         fixtures = set(getattr(item, "fixturenames", ()))
         markers = {mark.name for mark in item.iter_markers()}
         tier = tier_of(fixtures, markers)
@@ -135,13 +136,18 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 # -- what is running, for a line that does not end ----------------------------------------
 STACKS_BEFORE_TIMEOUT = 60
 """Seconds before its pytest-timeout limit at which a test's stacks are written down."""
+END_AFTER_TIMEOUT = 300
+"""Seconds after its limit at which a worker whose test pytest-timeout's signal did not
+stop (a wait in C code that never returns to Python) is ended, so that its line goes on:
+the test fails as crashed (scripts/test.sh: ``--max-worker-restart 0``)."""
 
 
 def _write_stacks(path: Path, nodeid: str, waited: float) -> None:
-    """Every Python thread's stack, then ``jstack`` of every JVM of this clone, to ``path``."""
+    """Every Python thread's stack, then ``jstack`` of every JVM of this clone, added to
+    ``path``."""
     import subprocess
 
-    with open(path, "w", encoding="utf-8") as out:
+    with open(path, "a", encoding="utf-8") as out:
         out.write(f"== {nodeid}: still running {waited:.0f} s on\n")
         out.flush()
         faulthandler.dump_traceback(file=out, all_threads=True)
@@ -154,36 +160,60 @@ def _write_stacks(path: Path, nodeid: str, waited: float) -> None:
                            check=False)
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """When ``$SDPX_RUNNING`` names a folder, a worker of ``pytest -n`` notes there the test
-    it runs (``gwN.txt``) and, if the test still runs a minute before its pytest-timeout
-    limit, every thread's stack and every JVM's (``gwN-stacks.txt``). pytest-timeout then
-    ends the worker, and a worker's own output is lost: scripts/test.sh prints these files
-    when a line ends (JUnit reports are written only at the end of a line)."""
-    import threading
+def _end_worker(path: Path, nodeid: str, waited: float) -> None:
+    """The signal did not stop the test: its stacks again, then the worker ends."""
+    _write_stacks(path, nodeid, waited)
+    os._exit(1)
 
+
+_LIMITS: dict[str, float] = {}
+"""Each collected test's pytest-timeout limit in seconds (0: none), by node id."""
+_timers: list[Any] = []
+
+
+def _limit(item: pytest.Item) -> float:
+    marker = item.get_closest_marker("timeout")
+    return float(marker.args[0] if marker and marker.args else item.config.getini("timeout") or 0)
+
+
+def _running_files() -> tuple[Path, Path] | None:
     folder, worker = os.environ.get("SDPX_RUNNING"), os.environ.get("PYTEST_XDIST_WORKER")
     if not folder or not worker:
-        yield
+        return None
+    return Path(folder) / f"{worker}.txt", Path(folder) / f"{worker}-stacks.txt"
+
+
+def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    """When ``$SDPX_RUNNING`` names a folder, a worker of ``pytest -n`` notes there the test
+    it runs (``gwN.txt``) and, if a run of the test (a rerun is a run) goes on to a minute
+    before its pytest-timeout limit, every thread's stack and every JVM's
+    (``gwN-stacks.txt``): a worker's own output is lost, and JUnit reports are written
+    only at the end of a line, so scripts/test.sh prints these files when a line ends. A
+    run still going :data:`END_AFTER_TIMEOUT` seconds after its limit ends its worker."""
+    import threading
+
+    files = _running_files()
+    if files is None:
         return
-    note = Path(folder) / f"{worker}.txt"
-    note.write_text(f"{item.nodeid} (since {time.strftime('%H:%M:%S')}, worker pid "
+    note, stacks = files
+    note.write_text(f"{nodeid} (since {time.strftime('%H:%M:%S')}, worker pid "
                     f"{os.getpid()})\n", encoding="utf-8")
-    marker = item.get_closest_marker("timeout")
-    limit = float(marker.args[0] if marker and marker.args
-                  else item.config.getini("timeout") or 0)
-    waited = limit - STACKS_BEFORE_TIMEOUT
-    timer = threading.Timer(waited, _write_stacks,
-                            (Path(folder) / f"{worker}-stacks.txt", item.nodeid, waited))
-    timer.daemon = True
-    if waited > 0:
-        timer.start()
-    try:
-        yield
-    finally:
-        timer.cancel()
-    note.unlink(missing_ok=True)
+    limit = _LIMITS.get(nodeid, 0.0)
+    if limit > STACKS_BEFORE_TIMEOUT:
+        for seconds, act in ((limit - STACKS_BEFORE_TIMEOUT, _write_stacks),
+                             (limit + END_AFTER_TIMEOUT, _end_worker)):
+            timer = threading.Timer(seconds, act, (stacks, nodeid, seconds))
+            timer.daemon = True
+            timer.start()
+            _timers.append(timer)
+
+
+def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    while _timers:
+        _timers.pop().cancel()
+    files = _running_files()
+    if files is not None:
+        files[0].unlink(missing_ok=True)
 
 
 # -- what a test may start ----------------------------------------------------------------
