@@ -370,12 +370,6 @@ def served(project: Path, *, keep_tables: bool = False) -> Iterator[Warm]:
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
 
 
-_READERS: list[Any] = []
-"""Every reading session, referenced until the process ends (see
-``sdp_runner.SparkServer.session``: a session closed by garbage collection can block
-another's call)."""
-
-
 def read_all_tables(project: Path) -> dict[str, list[dict[str, Any]]]:
     """Every table of a project's catalog (database ``default``) with all its rows, read
     through the project's warm server (inside :func:`served`).
@@ -387,6 +381,7 @@ def read_all_tables(project: Path) -> dict[str, list[dict[str, Any]]]:
     """
     require_own_jvm("read_all_tables()")
     from pyspark.sql.connect.session import SparkSession
+    from sdp_runner import keep_alive
 
     from sdp_expect.runtime.local_server import read_record
 
@@ -397,8 +392,8 @@ def read_all_tables(project: Path) -> dict[str, list[dict[str, Any]]]:
     before = os.environ.get("SPARK_CONNECT_MODE_ENABLED")
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
     try:
-        spark = SparkSession.builder.remote(f"{record.url}/;token={record.token}").create()
-        _READERS.append(spark)
+        spark = keep_alive(
+            SparkSession.builder.remote(f"{record.url}/;token={record.token}").create())
         found = {}
         for table in spark.catalog.listTables("default"):
             rows = spark.sql(f"SELECT * FROM default.`{table.name}`").collect()

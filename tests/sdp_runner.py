@@ -22,7 +22,7 @@ import traceback
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Sequence, cast
+from typing import Any, Callable, Iterator, Optional, Sequence, TypeVar, cast
 
 import pyspark.sql
 from pyspark.find_spark_home import _find_spark_home
@@ -64,6 +64,26 @@ queries (about 8 % of the graph tier). The whole matrix runs Spark's defaults.""
 def server_conf() -> list[tuple[str, str]]:
     """The settings of every server the tests start (:data:`INTERPRETED` or none)."""
     return list(INTERPRETED) if os.environ.get("SDPX_SERVER") == "interpreted" else []
+
+
+_ALIVE: list[object] = []
+_Session = TypeVar("_Session")
+
+
+def keep_alive(session: _Session) -> _Session:
+    """``session``, referenced until the process ends: never garbage-collected.
+
+    A Spark Connect session closes its client in ``__del__``, and on pyspark 4.1 that
+    close shuts down the release thread pool all clients share and waits for it
+    (SPARK-55362 and SPARK-55406, fixed in 4.2). Garbage collection runs ``__del__`` at
+    any allocation: in the middle of another session's call, or in a thread of that
+    pool, which then waits for itself forever. On 7 Dec 2026 two graph tests of the 4.1
+    line waited so in one worker each (py-spy: ``SparkSession.__del__`` ->
+    ``ThreadPoolExecutor.shutdown``), after a module's server had stopped and dropped
+    its sessions: every session a test process makes is kept here, stopped or not.
+    """
+    _ALIVE.append(session)
+    return session
 
 
 class SparkServer:
@@ -136,17 +156,11 @@ class SparkServer:
         raise RuntimeError(f"Spark server did not start in {timeout} s; see {self.log_path}")
 
     def session(self) -> SparkSession:
-        """A new client session. It stays referenced until the server stops.
-
-        A Spark Connect session closes itself in ``__del__``, and that close shuts down
-        a thread pool shared by all sessions. Garbage collection can run it in the
-        middle of another session's gRPC call on the same thread, which then waits for
-        itself forever. Keeping every session alive avoids that deadlock.
-        """
+        """A new client session, referenced until the process ends (:func:`keep_alive`)."""
         # What SparkSession.builder.remote(...) sets: pyspark.sql.functions then build
         # Spark Connect columns, as they do under spark-pipelines.
         os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
-        session = SparkSession.builder.remote(self.url).create()
+        session = keep_alive(SparkSession.builder.remote(self.url).create())
         self._sessions.append(session)
         return session
 

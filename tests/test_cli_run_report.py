@@ -51,7 +51,7 @@ from cli_helpers import (
     write_project,
 )
 from pyspark.sql import SparkSession
-from sdp_runner import SparkServer
+from sdp_runner import SparkServer, keep_alive
 
 from sdp_expect.base import names
 from sdp_expect.runtime.local_server import read_record
@@ -466,7 +466,7 @@ def session(url: str, token: str) -> SparkSession:
     tables it read, and a later run of the pipeline rewrites their files.
     """
     created: SparkSession = SparkSession.builder.remote(f"{url}/;token={token}").create()
-    return created
+    return keep_alive(created)
 
 
 def read_tables(spark: SparkSession) -> dict[str, Any]:

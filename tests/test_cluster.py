@@ -41,7 +41,14 @@ from cli_helpers import set_storage, spark_pipelines, user_env
 from pyspark.find_spark_home import _find_spark_home
 from pyspark.sql import functions as F
 from pyspark.sql.connect.session import SparkSession
-from sdp_runner import MakePipeline, Pipeline, SparkServer, copy_project, free_port
+from sdp_runner import (
+    MakePipeline,
+    Pipeline,
+    SparkServer,
+    copy_project,
+    free_port,
+    keep_alive,
+)
 
 from sdp_expect import pipelines as dp
 
@@ -180,7 +187,7 @@ class StandaloneCluster:
     def session(self) -> SparkSession:
         """A client session (kept referenced until the end, as in ``SparkServer``)."""
         os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
-        session = SparkSession.builder.remote(self.url).create()
+        session = keep_alive(SparkSession.builder.remote(self.url).create())
         self._sessions.append(session)
         return session
 

@@ -36,6 +36,7 @@ from sdp_expect.base.sqltokens import sql_string
 from sdp_expect.base.table_formats import DEFAULT_FORMAT_KEY
 from sdp_expect.quality.summary import STREAMING_METRICS_COMMENT, UPDATED, QualityReport
 from sdp_expect.spark.own_process import run_module
+from sdp_expect.spark.sessions import connect
 
 __all__ = [
     "HISTORY_COLUMNS",
@@ -522,9 +523,7 @@ def _recent_rows(spark: Any, table: str, *, pipeline: str, update_id: str,
 
 
 def _connect(url: str) -> Any:
-    from pyspark.sql.connect.session import SparkSession
-
-    return SparkSession.builder.remote(url).create()
+    return connect(url)
 
 
 def _through(url: str, token: Optional[str]) -> str:

@@ -40,6 +40,7 @@ from sdp_expect.quality.summary import (
     TableReading,
 )
 from sdp_expect.spark.own_process import run_module
+from sdp_expect.spark.sessions import connect
 
 __all__ = ["prepare_reading", "read_tables", "read_through_server"]
 
@@ -161,10 +162,8 @@ def read_through_server(url: str, token: str, *, catalog: Optional[str],
     :param history_updates: How many updates of the history to read at most.
     :raises ReadError: when the server cannot be reached or a table cannot be read.
     """
-    from pyspark.sql.connect.session import SparkSession
-
     try:
-        spark = SparkSession.builder.remote(f"{url}/;token={token}").create()
+        spark = connect(f"{url}/;token={token}")
         try:
             return TableReading.from_json(_collect(spark, catalog=catalog, database=database,
                                                    sample=sample, history_of=history_of,

@@ -60,6 +60,7 @@ from sdp_expect.runtime.spark_pipelines import (
     installed_command,
     user_confs,
 )
+from sdp_expect.spark.sessions import connect
 
 __all__ = [
     "ID_KEY",
@@ -529,10 +530,8 @@ def warm_up(record: ServerRecord) -> bool:
     does not pay for that: the embedded metastore (Derby, Hive's client) starts on its
     first use, and Spark loads its query path on its first query. True when done.
     """
-    from pyspark.sql.connect.session import SparkSession
-
     try:
-        spark = SparkSession.builder.remote(f"{record.url}/;token={record.token}").create()
+        spark = connect(f"{record.url}/;token={record.token}")
     except Exception:  # the warm-up is worth trying, not worth failing for
         return False
     try:
