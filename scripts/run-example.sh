@@ -19,7 +19,14 @@ export PATH="$PWD/$venv/bin:$PATH"
 cd "examples/$example"
 echo "== sdp-expect run in examples/$example (pyspark $(python -c 'import pyspark; print(pyspark.__version__)'))"
 status=0
-sdp-expect run || status=$?
+first=()
+if [ ! -d metastore_db ]; then
+  # The example's storage (under /tmp) outlives this clone: a first run here refreshes
+  # every table, so that no checkpoint of another clone's run is resumed (SDPX-PRJ-409).
+  first=(--full-refresh-all)
+  echo "== a first run in this folder: sdp-expect run --full-refresh-all"
+fi
+sdp-expect run "${first[@]}" || status=$?
 echo "== the tables"
 # Spark's own start-up lines (JVM and log4j warnings) are shown only if reading fails.
 log=$(mktemp)

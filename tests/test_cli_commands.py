@@ -309,3 +309,38 @@ def test_report_before_any_run_says_so_without_starting_spark(project: Path) -> 
     assert result.returncode == 1
     assert "no catalog in" in result.stderr and "sdp-expect run" in result.stderr
     assert not (project / "metastore_db").exists() and not (project / "dq.html").exists()
+
+
+def test_a_new_catalog_with_another_catalog_s_checkpoints_is_refused_until_a_full_refresh(
+        project: Path, fake_env: dict[str, str], tmp_path: Path) -> None:
+    """A second clone of a project (or one whose metastore_db/ was deleted) shares the
+    spec's absolute storage: its streaming flows would resume another catalog's
+    checkpoints (seen: `Wrong basePath` for the Delta example run from a second clone).
+    The run stops before Spark starts, with SDPX-PRJ-409, until it refreshes the tables
+    that have checkpoints; a catalog that already exists is never refused."""
+    env = with_events(fake_env, tmp_path, "2026-01-01 10:00:00: Run is COMPLETED.\n", 0)
+    for table in ("orders", "events"):
+        (project / "storage" / "_checkpoints" / "spark_catalog" / "default" / table / "flow"
+         / "0").mkdir(parents=True)
+
+    def run(*options: str) -> Any:
+        return sdp_expect("run", "--no-summary", "--wait", "0", *options, "--spec",
+                          str(project), cwd=tmp_path, env=env)
+
+    refused = run()
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "SDPX-PRJ-409" in refused.stderr
+    assert "spark_catalog.default.events, spark_catalog.default.orders" in refused.stderr
+    assert "--full-refresh-all" in refused.stderr
+    assert not Path(env["FAKE_ARGS"]).exists()  # nothing started
+    partly = run("--full-refresh", "orders")
+    assert partly.returncode == 1 and "spark_catalog.default.events from" in partly.stderr
+    assert "default.orders" not in partly.stderr
+    for options in (["--full-refresh-all"], ["--full-refresh", "default.events,orders"]):
+        ran = run(*options)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        assert fake_args(env)["argv"][0] == "run"
+    (project / "metastore_db").mkdir()  # the catalog exists: its own checkpoints resume
+    assert run().returncode == 0
+    (project / "metastore_db").rmdir()
+    assert run("--remote", "sc://localhost:1").returncode == 0  # another catalog's run

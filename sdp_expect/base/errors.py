@@ -460,6 +460,16 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "correct the include's path (relative to the spec's folder: a file, or a folder "
             "ending in /** that holds the pipeline's files), or remove the library",
         ),
+        ErrorSpec(
+            "SDPX-PRJ-409",
+            "the project's catalog is new (no metastore_db/ in the project folder) but the "
+            "spec's storage holds streaming checkpoints from another catalog (a second copy "
+            "of the project, or a deleted metastore_db/): its streaming flows would resume "
+            "where that catalog's runs stopped, and fail or leave records out",
+            "run once with --full-refresh-all: the tables are new in this catalog, so nothing "
+            "is lost, and SDP starts new checkpoints beside the old ones; or give this copy "
+            "of the project a storage of its own (the spec's storage: field)",
+        ),
         # -- the project's local Spark server (run, dry-run, serve) --
         ErrorSpec(
             "SDPX-SRV-501",

@@ -123,6 +123,7 @@ class Project:
     :param catalog: The spec's default catalog, if any.
     :param database: The spec's default database (``database`` or ``schema``), if any.
     :param configuration: The spec's ``configuration``.
+    :param storage: The spec's ``storage`` (where SDP keeps streaming checkpoints), if any.
     """
 
     spec: Path
@@ -130,6 +131,7 @@ class Project:
     catalog: Optional[str] = None
     database: Optional[str] = None
     configuration: Mapping[str, str] = field(default_factory=dict)
+    storage: Optional[str] = None
 
     @property
     def folder(self) -> Path:
@@ -159,6 +161,7 @@ def load_project(spec: Path) -> Project:
         database=_text(data.get("database", data.get("schema"))),
         configuration={str(k): setting_text(v) for k, v in configuration.items()}
         if isinstance(configuration, dict) else {},
+        storage=_text(data.get("storage")),
     )
 
 

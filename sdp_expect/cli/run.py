@@ -58,6 +58,7 @@ from sdp_expect.report.text import (
     violation_lines,
 )
 from sdp_expect.runtime.catalog_access import add_wait_argument
+from sdp_expect.runtime.checkpoints import new_catalog_problem
 from sdp_expect.runtime.local_server import (
     ServerProblem,
     ServerUse,
@@ -259,6 +260,9 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
             write_text(sys.stderr, f"sdp-expect {action}: error: {problem}\n")
             return EXIT_USAGE
     misplaced = project_problems(project.spec)
+    resumed = None if dry or misplaced else new_catalog_problem(project, invocation)
+    if resumed is not None:
+        misplaced = [resumed]
     if misplaced:
         return _refuse_layout(action, project, misplaced, as_json)
     events_out = sys.stderr if as_json else sys.stdout
