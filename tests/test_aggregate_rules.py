@@ -440,7 +440,7 @@ def test_a_dataset_rule_is_no_per_record_rule_and_its_metrics_count_the_query() 
     metrics = [d for d in planned.datasets if d.name == "orders_dq_metrics"]
     assert metrics and metrics[0].query is not None
     assert metrics[0].query.step is Step.METRICS_FROM_QUERY
-    logic = RuleLogic(dataset, options)
+    logic = RuleLogic(dataset, null_passes=options.null_passes)
     # the quarantine names the record rule only; the guard carries the fail rule
     assert "'n'" not in logic.failed_names() and "'sum'" not in logic.failed_names()
     assert logic.needs_tolerance_guard()

@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from sdp_expect.base import violation
-from sdp_expect.base.options import PipelineOptions
 from sdp_expect.base.violation import TAG, Violation, find_all, format_message, parse, quote
 from sdp_expect.core.compiler import RuleLogic
 from sdp_expect.core.model import Action, DatasetRules, Expectation
+from sdp_expect.core.planner import Step
 from sdp_expect.emit import python as emit_python
 
 if TYPE_CHECKING:
@@ -124,7 +124,12 @@ def _logic(dataset: str, rule_names: list[str]) -> RuleLogic:
     rules = DatasetRules(dataset, [
         Expectation(name, f"substr(bad, {i + 1}, 1) = '0'", Action.FAIL)
         for i, name in enumerate(rule_names)])
-    return RuleLogic(rules, PipelineOptions())
+    return RuleLogic(rules)
+
+
+def _target_pieces(dataset: str, rule_names: list[str]) -> emit_python.Pieces:
+    """What a dataset's own flow applies (``Step.TARGET``) for :func:`_logic`'s rules."""
+    return emit_python.Pieces.of(_logic(dataset, rule_names), [Step.TARGET])
 
 
 SCHEMA = "bad STRING, note STRING, n BIGINT, x DOUBLE"
@@ -162,7 +167,7 @@ def test_parse_of_what_spark_raises_gives_back_names_dataset_and_record(
     expected = Violation(dataset, tuple(n for n, f in zip(rule_names, flags, strict=True)
                                         if f == "1"), record)
     with pytest.raises(Exception) as raised:
-        emit_python.target(_logic(dataset, rule_names), frame).collect()
+        emit_python.target(_target_pieces(dataset, rule_names), frame).collect()
     message = str(raised.value)
     assert find_all(message) == [expected], message
     assert format_message(expected) in message  # Python's format is exactly Spark's
@@ -181,7 +186,8 @@ def test_the_plan_spark_prints_never_parses_as_a_violation(
         spark: Any, dataset: str, rule_names: list[str]) -> None:
     source = spark.range(3).selectExpr("CAST(id AS STRING) AS bad", "id")
     # A Spark Connect DataFrame (what the spark fixture gives), which has _explain_string.
-    target = cast("ConnectDataFrame", emit_python.target(_logic(dataset, rule_names), source))
+    target = cast("ConnectDataFrame",
+                  emit_python.target(_target_pieces(dataset, rule_names), source))
     plan = target._explain_string(extended=True)
     assert TAG in plan and "concat_ws(" in plan, plan  # the plan quotes the message's SQL
     assert find_all(plan) == [], plan

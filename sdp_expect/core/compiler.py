@@ -53,7 +53,6 @@ from sdp_expect.base.names import (
     metrics_comment,
     quarantine_comment,
 )
-from sdp_expect.base.options import PipelineOptions
 from sdp_expect.base.sqltokens import sql_string
 from sdp_expect.core.model import (
     Action,
@@ -163,13 +162,18 @@ class RuleLogic:
     and the ``*_select`` methods wrap it in ``SELECT`` statements (SQL
     translation). Both therefore run exactly the same expressions.
 
+    The one pipeline-wide setting it reads is the NULL policy: it takes that fact, not
+    the pipeline's settings (:class:`~sdp_expect.base.options.PipelineOptions`), which
+    the planner and the emitters read for everything else.
+
     :param rules: The dataset's expectations, in declaration order.
-    :param options: The pipeline-wide settings (the NULL policy).
+    :param null_passes: True when a constraint whose result is NULL counts as passing
+        (``sdp_expect.null_result: pass``); false by default, as on Databricks.
     """
 
-    def __init__(self, rules: DatasetRules, options: PipelineOptions) -> None:
+    def __init__(self, rules: DatasetRules, *, null_passes: bool = False) -> None:
         self.rules = rules
-        self.options = options
+        self._null_result = "true" if null_passes else "false"
 
     # -- per-record expressions (SQL text) ---------------------------------------------
     def passes(self, expectation: Expectation) -> str:
@@ -181,8 +185,7 @@ class RuleLogic:
                              "not a record")
         if expectation.check is not None:
             return self.key_column(expectation)
-        null_result = "true" if self.options.null_passes else "false"
-        return f"coalesce({_embedded(expectation.constraint)}, {null_result})"
+        return f"coalesce({_embedded(expectation.constraint)}, {self._null_result})"
 
     def violates(self, expectation: Expectation) -> str:
         """TRUE when the record violates ``expectation``, never NULL."""
@@ -360,8 +363,7 @@ class RuleLogic:
         if isinstance(whole, RowCount):
             return whole.verdict_sql(count)
         assert whole is not None
-        null_result = "true" if self.options.null_passes else "false"
-        return f"coalesce({_embedded(whole.expression)}, {null_result})"
+        return f"coalesce({_embedded(whole.expression)}, {self._null_result})"
 
     @staticmethod
     def whole_observed(expectation: Expectation, count: str) -> str:

@@ -12,8 +12,9 @@ dataset to the catalog table of the previous update instead of to the graph
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
 
 import pyspark.pipelines as _sdp
 from pyspark.pipelines.graph_element_registry import get_active_graph_element_registry
@@ -34,6 +35,9 @@ from sdp_expect.emit.check_views import record_check
 
 __all__ = [
     "DATASET_DECORATORS",
+    "KeyStep",
+    "Pieces",
+    "Prepared",
     "apply",
     "checked",
     "emit",
@@ -58,120 +62,269 @@ DATASET_DECORATORS: Dict[DatasetKind, Callable[..., Any]] = {
 """The ``pyspark.pipelines`` decorator of each kind of dataset."""
 
 
+# ------------------------------------------------------------- the compiler's text, as data
+
+
+@dataclass(frozen=True)
+class KeyStep:
+    """One key rule's step of the prepared relation (:meth:`RuleLogic.prepared`), as SQL
+    text: a unique key's flag over ``alias``, or a reference's read of ``dataset``, its
+    keys, their grouping, the join's condition and the flag after it."""
+
+    alias: str
+    column: str
+    unique_flag: Optional[str] = None
+    dataset: str = ""
+    keys: Tuple[str, ...] = ()
+    group: Tuple[str, ...] = ()
+    found: str = ""
+    condition: str = ""
+    flag: str = ""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The prepared relation's steps: the record columns, then one step per key rule."""
+
+    record_columns: Tuple[str, ...]
+    steps: Tuple[KeyStep, ...]
+
+
+def _prepared(logic: RuleLogic, only: Optional[Expectation] = None) -> Optional[Prepared]:
+    rules = [(i, e) for i, e in logic.key_rules() if only is None or e is only]
+    if not rules:
+        return None
+    steps = []
+    for step, (i, e) in enumerate(rules, start=1):
+        left, check = f"{PREPARED_LEFT}{step}", e.check
+        if isinstance(check, UniqueKey):
+            steps.append(KeyStep(left, f"_sdpx_key_{i}",
+                                 unique_flag=logic.unique_flag(check, left)))
+            continue
+        assert isinstance(check, Reference)
+        steps.append(KeyStep(
+            left, f"_sdpx_key_{i}", dataset=check.dataset,
+            keys=tuple(logic.reference_keys(check)), group=tuple(logic.reference_group(check)),
+            found=logic.reference_found(),
+            condition=logic.reference_condition(check, left, PREPARED_RIGHT),
+            flag=logic.reference_flag(check, left, PREPARED_RIGHT)))
+    return Prepared(tuple(logic.record_columns(f"{PREPARED_LEFT}0")), tuple(steps))
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """Every piece of SQL text that a plan's flows and check views apply to DataFrames,
+    taken from the compiler once (:meth:`of`): the emitter's functions below map a
+    plan's steps to DataFrame methods over these values and never call the compiler.
+    A piece that none of the plan's steps uses is left empty.
+
+    :param prepared: The prepared relation with every key rule (None: no key rule).
+    :param prepared_for: Per key rule (by name), the prepared relation with it alone
+        (its check view).
+    :param tolerance_counts: The one-row counts of the tolerance guard (empty: no guard).
+    :param tolerance_guard: The guard's column over those counts.
+    :param target_condition: The records written to the dataset (None: every record).
+    :param output_columns: The dataset's columns, when rules on the dataset as a whole
+        add columns to drop (None: the query's columns).
+    :param quarantine_condition: The records written to the quarantine.
+    :param quarantine_columns: The quarantine's columns.
+    :param batch_log_inputs: What the batch log counts, per record.
+    :param metrics_condition: The records the metrics count (None: every record).
+    :param counts_from_query: The metrics' one-row counts over the query.
+    :param counts_condition: The condition on those counts (None: none).
+    :param metrics_rows: The metrics' rows from one-row counts.
+    :param counts_from_batch_log: The counts from a batch log.
+    :param counts_from_kept: The counts from the dataset's records.
+    :param counts_from_quarantine: The counts from the quarantine's records.
+    :param counts_from_companions: The counts of those two, joined.
+    :param rule_checks: Per rule (by name), its check view's column.
+    :param sql_flows: Per batch log flow (by name), its ``SELECT``.
+    """
+
+    prepared: Optional[Prepared] = None
+    prepared_for: Mapping[str, Optional[Prepared]] = field(default_factory=dict)
+    tolerance_counts: Tuple[str, ...] = ()
+    tolerance_guard: str = ""
+    target_condition: Optional[str] = None
+    output_columns: Optional[str] = None
+    quarantine_condition: str = ""
+    quarantine_columns: Tuple[str, ...] = ()
+    batch_log_inputs: Tuple[str, ...] = ()
+    metrics_condition: Optional[str] = None
+    counts_from_query: Tuple[str, ...] = ()
+    counts_condition: Optional[str] = None
+    metrics_rows: str = ""
+    counts_from_batch_log: Tuple[str, ...] = ()
+    counts_from_kept: Tuple[str, ...] = ()
+    counts_from_quarantine: Tuple[str, ...] = ()
+    counts_from_companions: Tuple[str, ...] = ()
+    rule_checks: Mapping[str, str] = field(default_factory=dict)
+    sql_flows: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, logic: RuleLogic, steps: Iterable[Step], checked: Iterable[Expectation] = (),
+           sql_flows: Iterable[FlowSpec] = ()) -> Pieces:
+        """The pieces that flows of ``steps``, check views of the rules ``checked`` and
+        the batch log flows ``sql_flows`` apply: the compiler's text, asked for only
+        where a step uses it."""
+        used = set(steps)
+        pieces: Dict[str, Any] = {}
+        if used & {Step.TARGET, Step.QUARANTINE, Step.BATCH_INPUT, Step.METRICS_FROM_QUERY}:
+            pieces["prepared"] = _prepared(logic)
+        if used & {Step.TARGET, Step.QUARANTINE} and logic.needs_tolerance_guard():
+            pieces.update(tolerance_counts=tuple(logic.tolerance_counts()),
+                          tolerance_guard=logic.tolerance_guard_column())
+        if Step.TARGET in used:
+            pieces.update(target_condition=logic.target_condition(),
+                          output_columns=logic.output_columns()
+                          if logic.rules.has_dataset_checks else None)
+        if Step.QUARANTINE in used:
+            pieces.update(quarantine_condition=logic.quarantine_condition(),
+                          quarantine_columns=tuple(logic.quarantine_columns()))
+        if Step.BATCH_INPUT in used:
+            pieces["batch_log_inputs"] = tuple(logic.batch_log_inputs())
+        if Step.METRICS_FROM_QUERY in used:
+            pieces.update(metrics_condition=logic.metrics_condition(),
+                          counts_from_query=tuple(logic.counts_from_query()),
+                          counts_condition=logic.counts_condition())
+        if Step.METRICS_FROM_BATCH_LOG in used:
+            pieces["counts_from_batch_log"] = tuple(logic.counts_from_batch_log())
+        if Step.METRICS_FROM_COMPANIONS in used:
+            pieces.update(counts_from_kept=tuple(logic.counts_from_kept()),
+                          counts_from_quarantine=tuple(logic.counts_from_quarantine()),
+                          counts_from_companions=tuple(logic.counts_from_companions()))
+        if used & {Step.METRICS_FROM_QUERY, Step.METRICS_FROM_BATCH_LOG,
+                   Step.METRICS_FROM_COMPANIONS}:
+            pieces["metrics_rows"] = logic.metrics_rows()
+        rules = list(checked)
+        pieces["prepared_for"] = {e.name: _prepared(logic, e) for e in rules
+                                  if e.check is not None}
+        pieces["rule_checks"] = {e.name: logic.rule_check_column(e) for e in rules}
+        pieces["sql_flows"] = {
+            flow.name: _BATCH_LOG_STEPS[flow.step](logic, f"STREAM({_sql_name(flow.reads or '')})")
+            for flow in sql_flows}
+        return cls(**pieces)
+
+
+_BATCH_LOG_STEPS: Dict[Step, Callable[[RuleLogic, str], str]] = {
+    Step.BATCH_LOG: RuleLogic.batch_log_select,
+    Step.BATCH_LOG_BY_RECORD: RuleLogic.batch_log_record_select,
+}
+"""The steps of a batch log's flow, registered as SQL text (:func:`_sql_flow`)."""
+
+
+def _sql_name(name: str) -> str:
+    """``name`` as a SQL identifier, as the Python API passes it to Spark: dotted parts
+    as they are when each is a plain identifier, else quoted as one part."""
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", name):
+        return name
+    return "`" + name.replace("`", "``") + "`"
+
+
 # ------------------------------------------------------------------ the rules on DataFrames
 
 
-def prepared(logic: RuleLogic, query: DataFrame, only: Optional[Expectation] = None
+def prepared(pieces: Pieces, query: DataFrame, only: Optional[Expectation] = None
              ) -> DataFrame:
     """``query``'s records with the key rules' columns and the record struct
     (:meth:`RuleLogic.prepared`, the same steps and text): ``alias``, ``selectExpr``, a
     left ``join`` with the referenced dataset's keys read by ``spark.read.table`` and
     grouped (``groupBy``/``agg``, not ``distinct``, which Spark Connect analyses on 4.1
     and 4.2: docs/early-binding.md). ``query`` itself without key rules."""
-    rules = [(i, e) for i, e in logic.key_rules() if only is None or e is only]
-    if not rules:
+    relation = pieces.prepared if only is None else pieces.prepared_for.get(only.name)
+    if relation is None:
         return query
-    left = f"{PREPARED_LEFT}0"
-    df = query.alias(left).selectExpr(*logic.record_columns(left))
-    for step, (i, e) in enumerate(rules, start=1):
-        left = f"{PREPARED_LEFT}{step}"
-        check = e.check
-        if isinstance(check, UniqueKey):
-            df = df.alias(left).selectExpr(
-                f"{left}.*", f"{logic.unique_flag(check, left)} AS _sdpx_key_{i}")
+    df = query.alias(f"{PREPARED_LEFT}0").selectExpr(*relation.record_columns)
+    for step in relation.steps:
+        if step.unique_flag is not None:
+            df = df.alias(step.alias).selectExpr(f"{step.alias}.*",
+                                                 f"{step.unique_flag} AS {step.column}")
             continue
-        assert isinstance(check, Reference)
-        keys = (query.sparkSession.read.table(check.dataset)
-                .selectExpr(*logic.reference_keys(check))
-                .groupBy(*logic.reference_group(check))
-                .agg(F.expr(logic.reference_found())))
-        df = (df.alias(left)
-              .join(keys.alias(PREPARED_RIGHT),
-                    on=F.expr(logic.reference_condition(check, left, PREPARED_RIGHT)),
-                    how="left")
-              .selectExpr(f"{left}.*", f"{logic.reference_flag(check, left, PREPARED_RIGHT)}"
-                                       f" AS _sdpx_key_{i}"))
+        keys = (query.sparkSession.read.table(step.dataset).selectExpr(*step.keys)
+                .groupBy(*step.group).agg(F.expr(step.found)))
+        df = (df.alias(step.alias)
+              .join(keys.alias(PREPARED_RIGHT), on=F.expr(step.condition), how="left")
+              .selectExpr(f"{step.alias}.*", f"{step.flag} AS {step.column}"))
     return df
 
 
-def within_tolerance(logic: RuleLogic, query: DataFrame) -> DataFrame:
+def within_tolerance(pieces: Pieces, query: DataFrame) -> DataFrame:
     """``query``'s records, written only when no fail or drop rule exceeds its tolerance:
     the compiler's one-row guard cross-joined to them (docs/thresholds.md). ``alias``,
     ``crossJoin``, ``where`` and ``selectExpr`` only: none has Spark Connect analyse
     the query while the pipeline is defined."""
-    if not logic.needs_tolerance_guard():
+    if not pieces.tolerance_counts:
         return query
-    guard = query.selectExpr(*logic.tolerance_counts()).selectExpr(
-        logic.tolerance_guard_column())
+    guard = query.selectExpr(*pieces.tolerance_counts).selectExpr(pieces.tolerance_guard)
     return (query.alias(GUARD_RECORDS).crossJoin(guard.alias(GUARD_ROW))
             .where(F.expr(f"{GUARD_ROW}._sdpx_ok")).selectExpr(f"{GUARD_RECORDS}.*"))
 
 
-def target(logic: RuleLogic, query: DataFrame) -> DataFrame:
+def target(pieces: Pieces, query: DataFrame) -> DataFrame:
     """The records written to the dataset: the kept ones; fail rules and tolerances
     checked."""
-    query = within_tolerance(logic, prepared(logic, query))
-    condition = logic.target_condition()
+    query = within_tolerance(pieces, prepared(pieces, query))
+    condition = pieces.target_condition
     kept = query if condition is None else query.where(F.expr(condition))
-    return kept.selectExpr(logic.output_columns()) if logic.rules.has_dataset_checks else kept
+    return kept if pieces.output_columns is None else kept.selectExpr(pieces.output_columns)
 
 
-def quarantine(logic: RuleLogic, query: DataFrame) -> DataFrame:
+def quarantine(pieces: Pieces, query: DataFrame) -> DataFrame:
     """The dropped records with ``_failed_expectations``; fail rules and tolerances
     checked."""
-    dropped = within_tolerance(logic, prepared(logic, query)).where(
-        F.expr(logic.quarantine_condition()))
+    dropped = within_tolerance(pieces, prepared(pieces, query)).where(
+        F.expr(pieces.quarantine_condition))
     # A projection, not withColumn: Spark Connect analyses the input of withColumn
     # while planning it, which binds a pipeline dataset to the catalog table of the
     # previous update instead of to the graph (the flow then stops waiting for it).
-    return dropped.selectExpr(*logic.quarantine_columns())
+    return dropped.selectExpr(*pieces.quarantine_columns)
 
 
-def batch_input(logic: RuleLogic, query: DataFrame) -> DataFrame:
+def batch_input(pieces: Pieces, query: DataFrame) -> DataFrame:
     """Per record, what the batch log counts (the view its flow reads)."""
-    return prepared(logic, query).selectExpr(*logic.batch_log_inputs())
+    return prepared(pieces, query).selectExpr(*pieces.batch_log_inputs)
 
 
-def metrics_from_query(logic: RuleLogic, query: DataFrame) -> DataFrame:
+def metrics_from_query(pieces: Pieces, query: DataFrame) -> DataFrame:
     """``<dataset>_dq_metrics`` of one update, counted from the query's records."""
-    query = prepared(logic, query)
-    condition = logic.metrics_condition()
+    query = prepared(pieces, query)
+    condition = pieces.metrics_condition
     checked = query if condition is None else query.where(F.expr(condition))
-    counts = checked.selectExpr(*logic.counts_from_query())
-    guard = logic.counts_condition()
+    counts = checked.selectExpr(*pieces.counts_from_query)
+    guard = pieces.counts_condition
     if guard is not None:
         counts = counts.where(F.expr(guard))
-    return counts.selectExpr(logic.metrics_rows())
+    return counts.selectExpr(pieces.metrics_rows)
 
 
-def metrics_from_batch_log(logic: RuleLogic, log: DataFrame) -> DataFrame:
+def metrics_from_batch_log(pieces: Pieces, log: DataFrame) -> DataFrame:
     """``<dataset>_dq_metrics`` of a streaming table, counted from its batch log."""
-    return log.selectExpr(*logic.counts_from_batch_log()).selectExpr(logic.metrics_rows())
+    return log.selectExpr(*pieces.counts_from_batch_log).selectExpr(pieces.metrics_rows)
 
 
-def metrics_from_companions(logic: RuleLogic, kept: DataFrame, dropped: DataFrame
+def metrics_from_companions(pieces: Pieces, kept: DataFrame, dropped: DataFrame
                             ) -> DataFrame:
     """``<dataset>_dq_metrics`` of a materialized view, counted from what it wrote: the
     view's records and its quarantine's (one-row counts of each, joined)."""
-    counts = kept.selectExpr(*logic.counts_from_kept()).crossJoin(
-        dropped.selectExpr(*logic.counts_from_quarantine()))
-    return counts.selectExpr(*logic.counts_from_companions()).selectExpr(logic.metrics_rows())
+    counts = kept.selectExpr(*pieces.counts_from_kept).crossJoin(
+        dropped.selectExpr(*pieces.counts_from_quarantine))
+    return counts.selectExpr(*pieces.counts_from_companions).selectExpr(pieces.metrics_rows)
 
 
-def rule_check(logic: RuleLogic, query: DataFrame, expectation: Expectation) -> DataFrame:
+def rule_check(pieces: Pieces, query: DataFrame, expectation: Expectation) -> DataFrame:
     """The query with one column: ``expectation``'s constraint alone, as written (a key
     rule's column over the prepared relation of that rule alone)."""
     if expectation.check is not None:
-        query = prepared(logic, query, expectation)
-    return query.selectExpr(logic.rule_check_column(expectation))
+        query = prepared(pieces, query, expectation)
+    return query.selectExpr(pieces.rule_checks[expectation.name])
 
 
-def _as_written(logic: RuleLogic, query: DataFrame) -> DataFrame:
+def _as_written(pieces: Pieces, query: DataFrame) -> DataFrame:
     """A dataset or flow without expectations: its query."""
     return query
 
 
-_STEPS: Dict[Step, Callable[[RuleLogic, DataFrame], DataFrame]] = {
+_STEPS: Dict[Step, Callable[[Pieces, DataFrame], DataFrame]] = {
     Step.QUERY: _as_written,
     Step.TARGET: target,
     Step.QUARANTINE: quarantine,
@@ -181,24 +334,18 @@ _STEPS: Dict[Step, Callable[[RuleLogic, DataFrame], DataFrame]] = {
 }
 """Each step that a flow computes from one DataFrame (what it reads), as DataFrames."""
 
-_BATCH_LOG_STEPS: Dict[Step, Callable[[RuleLogic, str], str]] = {
-    Step.BATCH_LOG: RuleLogic.batch_log_select,
-    Step.BATCH_LOG_BY_RECORD: RuleLogic.batch_log_record_select,
-}
-"""The steps of a batch log's flow, registered as SQL text (:func:`_sql_flow`)."""
 
-
-def apply(logic: RuleLogic, flow: FlowSpec, source: DataFrame) -> DataFrame:
+def apply(pieces: Pieces, flow: FlowSpec, source: DataFrame) -> DataFrame:
     """The flow's records: its step applied to what it reads."""
-    return _STEPS[flow.step](logic, source)
+    return _STEPS[flow.step](pieces, source)
 
 
-def checked(logic: RuleLogic, check: RuleCheck, query: DataFrame) -> DataFrame:
+def checked(pieces: Pieces, check: RuleCheck, query: DataFrame) -> DataFrame:
     """A check view's query: the flow's query alone, or one rule's constraint over it (a
     rule's is given a read of the query's own check view)."""
     if check.expectation is None:
         return query
-    return rule_check(logic, query, check.expectation)
+    return rule_check(pieces, query, check.expectation)
 
 
 # --------------------------------------------------------------------------- registration
@@ -215,41 +362,32 @@ def returning(df: DataFrame, like: Callable[..., Any]) -> QueryFunction:
     return query
 
 
-def _flow_query(logic: RuleLogic, flow: FlowSpec, query: Optional[DataFrame],
+def _flow_query(pieces: Pieces, flow: FlowSpec, query: Optional[DataFrame],
                 like: Callable[..., Any]) -> QueryFunction:
     """The query function of ``flow``: over the user's query, or reading its dataset
     when the query function runs (as the user's own query functions read)."""
     if flow.reads is None:
         assert query is not None
-        return returning(apply(logic, flow, query), like)
+        return returning(apply(pieces, flow, query), like)
     spark = SparkSession.active()
     name, also = flow.reads, flow.also_reads
 
     def read_query() -> DataFrame:
         if also is not None:
             assert flow.step is Step.METRICS_FROM_COMPANIONS
-            return metrics_from_companions(logic, spark.read.table(name),
+            return metrics_from_companions(pieces, spark.read.table(name),
                                            spark.read.table(also))
-        return apply(logic, flow, spark.read.table(name))
+        return apply(pieces, flow, spark.read.table(name))
 
     return read_query
 
 
-def _sql_name(name: str) -> str:
-    """``name`` as a SQL identifier, as the Python API passes it to Spark: dotted parts
-    as they are when each is a plain identifier, else quoted as one part."""
-    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", name):
-        return name
-    return "`" + name.replace("`", "``") + "`"
-
-
-def _sql_flow(logic: RuleLogic, flow: FlowSpec) -> None:
+def _sql_flow(pieces: Pieces, flow: FlowSpec) -> None:
     """Register ``flow`` (a batch log's, which reads its input view as a stream) as SQL:
     its Spark settings ``SET`` first, in a text of its own (a ``SET`` reaches the end of
     its own text only), then ``CREATE FLOW ... AS INSERT INTO ... BY NAME``."""
-    assert flow.reads is not None
     settings = [f"SET {key} = {value};\n" for key, value in flow.spark_conf.items()]
-    select = _BATCH_LOG_STEPS[flow.step](logic, f"STREAM({_sql_name(flow.reads)})")
+    select = pieces.sql_flows[flow.name]
     text = "".join([*settings,
                     f"CREATE FLOW {_sql_name(flow.name)}\n"
                     f"AS INSERT INTO {_sql_name(flow.target)} BY NAME\n"
@@ -258,7 +396,7 @@ def _sql_flow(logic: RuleLogic, flow: FlowSpec) -> None:
         text, Path(f"{flow.name} (sdp-expect batch log)"))
 
 
-def _dataset(logic: RuleLogic, spec: DatasetSpec, query: Optional[DataFrame],
+def _dataset(pieces: Pieces, spec: DatasetSpec, query: Optional[DataFrame],
              func: Callable[..., Any], options: Dict[str, Any]) -> None:
     """Register one dataset of a plan, with the user's ``options`` of the dataset itself;
     the user's query function ``func`` lends it its name and docstring."""
@@ -274,7 +412,7 @@ def _dataset(logic: RuleLogic, spec: DatasetSpec, query: Optional[DataFrame],
         else:
             DATASET_DECORATORS[spec.kind](**dict(options, name=spec.name,
                                               spark_conf=dict(flow.spark_conf)))(
-                _flow_query(logic, flow, query, func))
+                _flow_query(pieces, flow, query, func))
         return
     if flow is None:
         formatted: Dict[str, Any] = {} if spec.format is None else {"format": spec.format}
@@ -282,7 +420,7 @@ def _dataset(logic: RuleLogic, spec: DatasetSpec, query: Optional[DataFrame],
         return
     DATASET_DECORATORS[spec.kind](name=spec.name, comment=spec.comment,
                                spark_conf=dict(flow.spark_conf))(
-        _flow_query(logic, flow, query, _STEPS.get(flow.step, metrics_from_companions)))
+        _flow_query(pieces, flow, query, _STEPS.get(flow.step, metrics_from_companions)))
 
 
 def emit(plan: Plan, query: Optional[DataFrame], func: Callable[..., Any],
@@ -298,18 +436,21 @@ def emit(plan: Plan, query: Optional[DataFrame], func: Callable[..., Any],
     :param streaming: Whether ``query`` reads a stream (a rule's check view reads the
         query's view as one).
     """
-    logic = RuleLogic(plan.rules, plan.options)
+    sql_flows = [flow for flow in plan.flows if flow.step in _BATCH_LOG_STEPS]
+    pieces = Pieces.of(RuleLogic(plan.rules, null_passes=plan.options.null_passes),
+                       [flow.step for flow in _flows(plan)],
+                       [check.expectation for check in plan.checks if check.expectation],
+                       sql_flows)
     options = dict(options or {})
     options.pop("spark_conf", None)
     for spec in plan.datasets:
-        _dataset(logic, spec, query, func, options)
-        record_dataset(spec.name, type=spec.kind.value, owner=plan.rules.dataset)
+        _dataset(pieces, spec, query, func, options)
     for flow in plan.flows:
-        if flow.step in _BATCH_LOG_STEPS:
-            _sql_flow(logic, flow)
+        if flow in sql_flows:
+            _sql_flow(pieces, flow)
             continue
         _sdp.append_flow(target=flow.target, name=flow.name, spark_conf=dict(flow.spark_conf))(
-            _flow_query(logic, flow, query,
+            _flow_query(pieces, flow, query,
                         func if flow.step in (Step.QUERY, Step.TARGET) else _STEPS[flow.step]))
     for check in plan.checks:
         assert query is not None
@@ -317,9 +458,23 @@ def emit(plan: Plan, query: Optional[DataFrame], func: Callable[..., Any],
             _sdp.temporary_view(name=check.view)(returning(query, rule_check))
         else:  # one rule, over the query's view: the query is analysed once, not per rule
             _sdp.temporary_view(name=check.view, spark_conf=dict(CHECK_VIEW_CONF))(
-                returning(checked(logic, check, _view_read(check.query_view, streaming,
-                                                           check.dataset)), rule_check))
+                returning(checked(pieces, check, _view_read(check.query_view, streaming,
+                                                            check.dataset)), rule_check))
+    _record(plan)
+
+
+def _flows(plan: Plan) -> list[FlowSpec]:
+    """Every flow of ``plan``: its datasets' own, then the flows into them."""
+    return [spec.query for spec in plan.datasets if spec.query is not None] + list(plan.flows)
+
+
+def _record(plan: Plan) -> None:
+    """Note in the run's definitions file (when there is one) what ``plan`` registered:
+    each check view, each dataset's kind and owner."""
+    for check in plan.checks:
         record_check(check)
+    for spec in plan.datasets:
+        record_dataset(spec.name, type=spec.kind.value, owner=plan.rules.dataset)
 
 
 CHECK_VIEW_CONF = {"pipelines.incompatibleViewCheck.enabled": "false"}

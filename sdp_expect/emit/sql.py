@@ -135,7 +135,7 @@ def flow_select(plan: Plan, flow: FlowSpec, source: str, also: Optional[str] = N
     :param source: The relation it reads.
     :param also: The relation of the second dataset it reads, when it reads one.
     """
-    return _select(RuleLogic(plan.rules, plan.options), flow, source, also)
+    return _select(RuleLogic(plan.rules, null_passes=plan.options.null_passes), flow, source, also)
 
 
 def check_select(plan: Plan, check: RuleCheck, source: str) -> str:
@@ -145,7 +145,8 @@ def check_select(plan: Plan, check: RuleCheck, source: str) -> str:
     :param check: The view.
     :param source: The flow's query as a relation.
     """
-    return RuleLogic(plan.rules, plan.options).rule_check_select(source, check.expectation)
+    logic = RuleLogic(plan.rules, null_passes=plan.options.null_passes)
+    return logic.rule_check_select(source, check.expectation)
 
 
 def _select(logic: RuleLogic, flow: FlowSpec, source: str, also: Optional[str] = None) -> str:
@@ -497,7 +498,7 @@ class Translator:
         the flow into it) up to where its query goes. Every statement names ``origin``,
         the Databricks SQL statement, so that Spark's errors map back to it.
         """
-        logic = RuleLogic(plan.rules, plan.options)
+        logic = RuleLogic(plan.rules, null_passes=plan.options.null_passes)
         sql = _PlanSql(logic, table, head, query)
         first: list[tuple[str, Optional[SqlText], Optional[Mapping[str, str]]]] = []
         after: list[str] = []
