@@ -28,8 +28,9 @@ from sdp_expect.core.compiler import (
     PREPARED_LEFT,
     PREPARED_RIGHT,
     RuleLogic,
+    quoted,
 )
-from sdp_expect.core.model import DatasetKind, Expectation, Reference, UniqueKey
+from sdp_expect.core.model import DatasetKind, Reference, UniqueKey
 from sdp_expect.core.planner import DatasetSpec, FlowSpec, Plan, Role, RuleCheck, Step
 from sdp_expect.emit.check_views import record_check
 
@@ -39,7 +40,6 @@ __all__ = [
     "Pieces",
     "Prepared",
     "apply",
-    "checked",
     "emit",
     "metrics_from_query",
     "metrics_from_batch_log",
@@ -47,7 +47,6 @@ __all__ = [
     "quarantine",
     "batch_input",
     "returning",
-    "rule_check",
     "target",
     "within_tolerance",
 ]
@@ -90,8 +89,8 @@ class Prepared:
     steps: Tuple[KeyStep, ...]
 
 
-def _prepared(logic: RuleLogic, only: Optional[Expectation] = None) -> Optional[Prepared]:
-    rules = [(i, e) for i, e in logic.key_rules() if only is None or e is only]
+def _prepared(logic: RuleLogic) -> Optional[Prepared]:
+    rules = logic.key_rules()
     if not rules:
         return None
     steps = []
@@ -119,8 +118,6 @@ class Pieces:
     A piece that none of the plan's steps uses is left empty.
 
     :param prepared: The prepared relation with every key rule (None: no key rule).
-    :param prepared_for: Per key rule (by name), the prepared relation with it alone
-        (its check view).
     :param tolerance_counts: The one-row counts of the tolerance guard (empty: no guard).
     :param tolerance_guard: The guard's column over those counts.
     :param target_condition: The records written to the dataset (None: every record).
@@ -137,12 +134,12 @@ class Pieces:
     :param counts_from_kept: The counts from the dataset's records.
     :param counts_from_quarantine: The counts from the quarantine's records.
     :param counts_from_companions: The counts of those two, joined.
-    :param rule_checks: Per rule (by name), its check view's column.
+    :param check_selects: Per rule's check view (by name), its ``SELECT`` over the view
+        of the query alone (:func:`_rule_views` registers them as SQL text).
     :param sql_flows: Per batch log flow (by name), its ``SELECT``.
     """
 
     prepared: Optional[Prepared] = None
-    prepared_for: Mapping[str, Optional[Prepared]] = field(default_factory=dict)
     tolerance_counts: Tuple[str, ...] = ()
     tolerance_guard: str = ""
     target_condition: Optional[str] = None
@@ -158,15 +155,15 @@ class Pieces:
     counts_from_kept: Tuple[str, ...] = ()
     counts_from_quarantine: Tuple[str, ...] = ()
     counts_from_companions: Tuple[str, ...] = ()
-    rule_checks: Mapping[str, str] = field(default_factory=dict)
+    check_selects: Mapping[str, str] = field(default_factory=dict)
     sql_flows: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, logic: RuleLogic, steps: Iterable[Step], checked: Iterable[Expectation] = (),
-           sql_flows: Iterable[FlowSpec] = ()) -> Pieces:
-        """The pieces that flows of ``steps``, check views of the rules ``checked`` and
-        the batch log flows ``sql_flows`` apply: the compiler's text, asked for only
-        where a step uses it."""
+    def of(cls, logic: RuleLogic, steps: Iterable[Step], checks: Iterable[RuleCheck] = (),
+           sql_flows: Iterable[FlowSpec] = (), *, streaming: bool = False) -> Pieces:
+        """The pieces that flows of ``steps``, the rules' views among ``checks`` (read
+        as a stream when ``streaming``) and the batch log flows ``sql_flows`` apply:
+        the compiler's text, asked for only where a step uses it."""
         used = set(steps)
         pieces: Dict[str, Any] = {}
         if used & {Step.TARGET, Step.QUARANTINE, Step.BATCH_INPUT, Step.METRICS_FROM_QUERY}:
@@ -196,10 +193,12 @@ class Pieces:
         if used & {Step.METRICS_FROM_QUERY, Step.METRICS_FROM_BATCH_LOG,
                    Step.METRICS_FROM_COMPANIONS}:
             pieces["metrics_rows"] = logic.metrics_rows()
-        rules = list(checked)
-        pieces["prepared_for"] = {e.name: _prepared(logic, e) for e in rules
-                                  if e.check is not None}
-        pieces["rule_checks"] = {e.name: logic.rule_check_column(e) for e in rules}
+        views = [check for check in checks if check.query_view is not None]
+        pieces["check_selects"] = {
+            check.view: logic.rule_check_select(
+                f"{_read_sql(check.query_view or '', streaming)} AS "
+                f"{quoted(check.dataset.rsplit('.', 1)[-1])}", check.expectation)
+            for check in views}
         pieces["sql_flows"] = {
             flow.name: _BATCH_LOG_STEPS[flow.step](logic, f"STREAM({_sql_name(flow.reads or '')})")
             for flow in sql_flows}
@@ -213,6 +212,11 @@ _BATCH_LOG_STEPS: Dict[Step, Callable[[RuleLogic, str], str]] = {
 """The steps of a batch log's flow, registered as SQL text (:func:`_sql_flow`)."""
 
 
+def _read_sql(view: str, streaming: bool) -> str:
+    """A read of the graph's view ``view`` in SQL text: as a stream when ``streaming``."""
+    return f"STREAM({_sql_name(view)})" if streaming else _sql_name(view)
+
+
 def _sql_name(name: str) -> str:
     """``name`` as a SQL identifier, as the Python API passes it to Spark: dotted parts
     as they are when each is a plain identifier, else quoted as one part."""
@@ -224,14 +228,13 @@ def _sql_name(name: str) -> str:
 # ------------------------------------------------------------------ the rules on DataFrames
 
 
-def prepared(pieces: Pieces, query: DataFrame, only: Optional[Expectation] = None
-             ) -> DataFrame:
+def prepared(pieces: Pieces, query: DataFrame) -> DataFrame:
     """``query``'s records with the key rules' columns and the record struct
     (:meth:`RuleLogic.prepared`, the same steps and text): ``alias``, ``selectExpr``, a
     left ``join`` with the referenced dataset's keys read by ``spark.read.table`` and
     grouped (``groupBy``/``agg``, not ``distinct``, which Spark Connect analyses on 4.1
     and 4.2: docs/early-binding.md). ``query`` itself without key rules."""
-    relation = pieces.prepared if only is None else pieces.prepared_for.get(only.name)
+    relation = pieces.prepared
     if relation is None:
         return query
     df = query.alias(f"{PREPARED_LEFT}0").selectExpr(*relation.record_columns)
@@ -311,14 +314,6 @@ def metrics_from_companions(pieces: Pieces, kept: DataFrame, dropped: DataFrame
     return counts.selectExpr(*pieces.counts_from_companions).selectExpr(pieces.metrics_rows)
 
 
-def rule_check(pieces: Pieces, query: DataFrame, expectation: Expectation) -> DataFrame:
-    """The query with one column: ``expectation``'s constraint alone, as written (a key
-    rule's column over the prepared relation of that rule alone)."""
-    if expectation.check is not None:
-        query = prepared(pieces, query, expectation)
-    return query.selectExpr(pieces.rule_checks[expectation.name])
-
-
 def _as_written(pieces: Pieces, query: DataFrame) -> DataFrame:
     """A dataset or flow without expectations: its query."""
     return query
@@ -338,14 +333,6 @@ _STEPS: Dict[Step, Callable[[Pieces, DataFrame], DataFrame]] = {
 def apply(pieces: Pieces, flow: FlowSpec, source: DataFrame) -> DataFrame:
     """The flow's records: its step applied to what it reads."""
     return _STEPS[flow.step](pieces, source)
-
-
-def checked(pieces: Pieces, check: RuleCheck, query: DataFrame) -> DataFrame:
-    """A check view's query: the flow's query alone, or one rule's constraint over it (a
-    rule's is given a read of the query's own check view)."""
-    if check.expectation is None:
-        return query
-    return rule_check(pieces, query, check.expectation)
 
 
 # --------------------------------------------------------------------------- registration
@@ -438,9 +425,8 @@ def emit(plan: Plan, query: Optional[DataFrame], func: Callable[..., Any],
     """
     sql_flows = [flow for flow in plan.flows if flow.step in _BATCH_LOG_STEPS]
     pieces = Pieces.of(RuleLogic(plan.rules, null_passes=plan.options.null_passes),
-                       [flow.step for flow in _flows(plan)],
-                       [check.expectation for check in plan.checks if check.expectation],
-                       sql_flows)
+                       [flow.step for flow in _flows(plan)], plan.checks, sql_flows,
+                       streaming=streaming)
     options = dict(options or {})
     options.pop("spark_conf", None)
     for spec in plan.datasets:
@@ -452,15 +438,34 @@ def emit(plan: Plan, query: Optional[DataFrame], func: Callable[..., Any],
         _sdp.append_flow(target=flow.target, name=flow.name, spark_conf=dict(flow.spark_conf))(
             _flow_query(pieces, flow, query,
                         func if flow.step in (Step.QUERY, Step.TARGET) else _STEPS[flow.step]))
-    for check in plan.checks:
-        assert query is not None
-        if check.query_view is None:  # the query alone
-            _sdp.temporary_view(name=check.view)(returning(query, rule_check))
-        else:  # one rule, over the query's view: the query is analysed once, not per rule
-            _sdp.temporary_view(name=check.view, spark_conf=dict(CHECK_VIEW_CONF))(
-                returning(checked(pieces, check, _view_read(check.query_view, streaming,
-                                                            check.dataset)), rule_check))
+    for check in plan.checks:  # the query alone
+        if check.query_view is None:
+            assert query is not None
+            _sdp.temporary_view(name=check.view)(returning(query, _query_alone))
+    _rule_views(pieces, [check for check in plan.checks if check.query_view is not None])
     _record(plan)
+
+
+def _rule_views(pieces: Pieces, checks: list[RuleCheck]) -> None:
+    """Register the rules' check views of one flow (each reads the view of the query
+    alone, as a stream when the query reads one: :meth:`Pieces.of`) as one SQL text:
+    one request to the server for all of them, where a view registered from Python is
+    two (its output and its flow, about 6 ms each in the client): 10 rules took 0.2 s
+    of a dataset's registration so (docs/performance.md). A constraint Spark cannot
+    analyse fails its own view when the graph is analysed, which names the rule
+    (SDPX-DEF-111); one its parser refuses has already stopped the registration of the
+    dataset's own flow, before this text."""
+    if not checks:
+        return
+    text = "".join([*(f"SET {key} = {value};\n" for key, value in CHECK_VIEW_CONF.items()),
+                    *(f"CREATE TEMPORARY VIEW {_sql_name(check.view)}\n"
+                      f"AS {pieces.check_selects[check.view]};\n" for check in checks)])
+    get_active_graph_element_registry().register_sql(
+        text, Path(f"{checks[0].flow} (sdp-expect check views)"))
+
+
+def _query_alone() -> None:
+    """The check view of a flow's query alone (a name for its query function)."""
 
 
 def _flows(plan: Plan) -> list[FlowSpec]:
@@ -481,12 +486,3 @@ CHECK_VIEW_CONF = {"pipelines.incompatibleViewCheck.enabled": "false"}
 """A rule's check view reads the query's view as the query reads (a stream, or not);
 should the two ever disagree, SDP's check of that (``INCOMPATIBLE_..._VIEW_READ``) is
 off for these views alone, which are analysed and never run."""
-
-
-def _view_read(view: str, streaming: bool, alias: str) -> DataFrame:
-    """A read of the graph's view ``view``: as a stream when ``streaming``, its columns
-    qualified by ``alias`` (the dataset's name: Spark's message on a column it cannot
-    resolve names the columns it has by it, not by a view sdp-expect made)."""
-    spark = SparkSession.active()
-    read = spark.readStream.table(view) if streaming else spark.read.table(view)
-    return read.alias(alias.rsplit(".", 1)[-1])
