@@ -32,7 +32,7 @@ from sdp_expect.core.compiler import (
 )
 from sdp_expect.core.model import DatasetKind, Reference, UniqueKey
 from sdp_expect.core.planner import DatasetSpec, FlowSpec, Plan, Role, RuleCheck, Step
-from sdp_expect.emit.check_views import record_check
+from sdp_expect.emit.check_views import record_check, rule_view_select
 
 __all__ = [
     "DATASET_DECORATORS",
@@ -195,9 +195,8 @@ class Pieces:
             pieces["metrics_rows"] = logic.metrics_rows()
         views = [check for check in checks if check.query_view is not None]
         pieces["check_selects"] = {
-            check.view: logic.rule_check_select(
-                f"{_read_sql(check.query_view or '', streaming)} AS "
-                f"{quoted(check.dataset.rsplit('.', 1)[-1])}", check.expectation)
+            check.view: rule_view_select(logic, check, streaming=streaming,
+                                         alias=quoted(check.dataset.rsplit(".", 1)[-1]))
             for check in views}
         pieces["sql_flows"] = {
             flow.name: _BATCH_LOG_STEPS[flow.step](logic, f"STREAM({_sql_name(flow.reads or '')})")
@@ -210,11 +209,6 @@ _BATCH_LOG_STEPS: Dict[Step, Callable[[RuleLogic, str], str]] = {
     Step.BATCH_LOG_BY_RECORD: RuleLogic.batch_log_record_select,
 }
 """The steps of a batch log's flow, registered as SQL text (:func:`_sql_flow`)."""
-
-
-def _read_sql(view: str, streaming: bool) -> str:
-    """A read of the graph's view ``view`` in SQL text: as a stream when ``streaming``."""
-    return f"STREAM({_sql_name(view)})" if streaming else _sql_name(view)
 
 
 def _sql_name(name: str) -> str:

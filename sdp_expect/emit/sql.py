@@ -77,7 +77,7 @@ from sdp_expect.dbsql.statements import (
     UseStatement,
     summarize,
 )
-from sdp_expect.emit.check_views import record_check
+from sdp_expect.emit.check_views import record_check, rule_view_select
 
 __all__ = ["DEFAULT_FLOW_SETTINGS", "DEFAULT_RETRY_ATTEMPTS", "RETRY_KEY", "RenderedStatement",
            "Translation", "Translator", "check_select", "flow_select", "options_conf"]
@@ -536,9 +536,9 @@ class Translator:
         # as a stream when the query reads one.
         streaming = mentions_stream(query.text)
         for check in plan.checks:
-            read = f"STREAM({check.query_view})" if streaming else check.query_view
-            source = sql.source if check.query_view is None else f"{read} AS {SOURCE_ALIAS}"
-            select = logic.rule_check_select(source, check.expectation)
+            select = (logic.rule_check_select(sql.source, check.expectation)
+                      if check.query_view is None else
+                      rule_view_select(logic, check, streaming=streaming, alias=SOURCE_ALIAS))
             out.statement(f"CREATE TEMPORARY VIEW {check.view}\nAS {select}", origin, query)
             record_check(check)
 
