@@ -363,8 +363,12 @@ def test_generated_flows_hold_no_python_code(make_pipeline: MakePipeline,
     assert {name: python_nodes(text) for name, text in relations.items()} == {
         name: [] for name in relations}
     # The rules travel as Spark SQL text (expression_string), evaluated by the JVM.
+    # The target's filter holds the drop rules as written (RuleLogic.kept_filter); the
+    # quarantine's holds them NULL-safe.
     assert "expression_string" in relations[target]
-    assert "coalesce(" in relations[target]
+    assert "(amount >= 0)" in relations[target]
+    quarantine = "orders_silver_quarantine" if project == EXAMPLE else "orders_to_quarantine"
+    assert "coalesce((amount >= 0), false)" in relations[quarantine]
 
 
 def test_python_code_in_a_flow_would_be_seen(make_pipeline: MakePipeline,

@@ -377,7 +377,7 @@ def test_temporary_view_keeps_only_the_filter() -> None:
         CREATE TEMPORARY LIVE VIEW v (CONSTRAINT c EXPECT (a > 0) ON VIOLATION DROP ROW)
         AS SELECT * FROM src;"""))
     assert out == ["CREATE TEMPORARY VIEW v AS SELECT * FROM ( SELECT * FROM src ) AS "
-                   "_sdpx_source WHERE coalesce((a > 0), false)"]
+                   "_sdpx_source WHERE (a > 0)"]
 
 
 # --------------------------------------------------------------------------- settings

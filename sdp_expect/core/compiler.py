@@ -195,6 +195,21 @@ class RuleLogic:
         """TRUE when the record passes every drop rule."""
         return _all([self.passes(e) for e in self.rules.of(Action.DROP)])
 
+    def kept_filter(self) -> str:
+        """A filter (``WHERE``) that keeps exactly the records :meth:`kept` is TRUE for.
+
+        A filter drops a record whose condition is NULL as it drops one whose condition
+        is FALSE, so where a NULL verdict fails (the default policy) the drop rules'
+        constraints go in as written, without :meth:`passes`' ``coalesce``: Spark then
+        infers ``IS NOT NULL`` conditions from them and hands them to the source (parquet
+        row groups, a join's sides), as it does for the same rules written by hand
+        (docs/performance.md). Never NULL-safe: only for a filter's condition.
+        """
+        if self._null_result == "true":
+            return self.kept()
+        return _all([self.key_column(e) if e.check is not None else _embedded(e.constraint)
+                     for e in self.rules.of(Action.DROP)])
+
     def _stopping(self) -> list[Expectation]:
         """The fail rules without tolerance: a violating record stops the flow."""
         return [e for e in self.rules.expectations if e.stops_at_first]
@@ -330,7 +345,7 @@ class RuleLogic:
         """The target's filter, or None when every record is written unchecked."""
         if not self.rules.of(Action.DROP) and not self._stopping():
             return None
-        return self.guarded(self.kept())
+        return self.guarded(self.kept_filter())
 
     def quarantine_condition(self) -> str:
         """The quarantine's filter: dropped records; fail rules checked."""
