@@ -363,7 +363,7 @@ def test_generated_flows_hold_no_python_code(make_pipeline: MakePipeline,
     assert {name: python_nodes(text) for name, text in relations.items()} == {
         name: [] for name in relations}
     # The rules travel as Spark SQL text (expression_string), evaluated by the JVM.
-    # The target's filter holds the drop rules as written (RuleLogic.kept_filter); the
+    # The target's filter holds the drop rules as written (RuleLogic.passes(in_filter=True)); the
     # quarantine's holds them NULL-safe.
     assert "expression_string" in relations[target]
     assert "(amount >= 0)" in relations[target]

@@ -275,6 +275,9 @@ def test_translation_is_open_source_sql_holding_each_constraint_as_written(
         if rule.action is Action.WARN and not reported:
             continue  # no filter, quarantine or metrics reads a warn rule here
         embedded = f"({rule.constraint}\n)" if "--" in rule.constraint else f"({rule.constraint})"
-        # As written, parenthesised: in a filter of kept records as it is, elsewhere
-        # inside coalesce(..., false) (RuleLogic.kept_filter).
+        # As written, parenthesised: in the kept records' filter as it is, wherever
+        # NULL must count as a violation (quarantine, metrics) inside coalesce(..., false)
+        # (RuleLogic.passes(in_filter=...)).
         assert embedded in out
+        if reported:
+            assert f"coalesce({embedded}, false)" in out

@@ -176,39 +176,36 @@ class RuleLogic:
         self._null_result = "true" if null_passes else "false"
 
     # -- per-record expressions (SQL text) ---------------------------------------------
-    def passes(self, expectation: Expectation) -> str:
+    def passes(self, expectation: Expectation, *, in_filter: bool = False) -> str:
         """TRUE when the record passes ``expectation``, never NULL. A key rule's is its
         column of the prepared relation (:meth:`prepared`). A rule on the dataset as a
-        whole has no per-record verdict (:meth:`whole_verdict`)."""
+        whole has no per-record verdict (:meth:`whole_verdict`).
+
+        :param in_filter: The verdict is a filter's condition (``WHERE``), which leaves
+            out a record whose condition is NULL as it does one whose condition is FALSE:
+            where a NULL verdict fails (the default policy) the constraint then goes in as
+            written, without ``coalesce``, so that Spark infers ``IS NOT NULL`` from it and
+            hands it to the source (parquet row groups, a join's sides) as it does for the
+            same rule written by hand (docs/performance.md). It may then be NULL.
+        """
         if expectation.whole is not None:
             raise ValueError(f"{expectation.name!r} judges the dataset as a whole, "
                              "not a record")
         if expectation.check is not None:
             return self.key_column(expectation)
-        return f"coalesce({_embedded(expectation.constraint)}, {self._null_result})"
+        constraint = _embedded(expectation.constraint)
+        if in_filter and self._null_result == "false":
+            return constraint
+        return f"coalesce({constraint}, {self._null_result})"
 
     def violates(self, expectation: Expectation) -> str:
         """TRUE when the record violates ``expectation``, never NULL."""
         return f"NOT {self.passes(expectation)}"
 
-    def kept(self) -> str:
-        """TRUE when the record passes every drop rule."""
-        return _all([self.passes(e) for e in self.rules.of(Action.DROP)])
-
-    def kept_filter(self) -> str:
-        """A filter (``WHERE``) that keeps exactly the records :meth:`kept` is TRUE for.
-
-        A filter drops a record whose condition is NULL as it drops one whose condition
-        is FALSE, so where a NULL verdict fails (the default policy) the drop rules'
-        constraints go in as written, without :meth:`passes`' ``coalesce``: Spark then
-        infers ``IS NOT NULL`` conditions from them and hands them to the source (parquet
-        row groups, a join's sides), as it does for the same rules written by hand
-        (docs/performance.md). Never NULL-safe: only for a filter's condition.
-        """
-        if self._null_result == "true":
-            return self.kept()
-        return _all([self.key_column(e) if e.check is not None else _embedded(e.constraint)
-                     for e in self.rules.of(Action.DROP)])
+    def kept(self, *, in_filter: bool = False) -> str:
+        """TRUE when the record passes every drop rule (``in_filter``: as a filter's
+        condition, see :meth:`passes`)."""
+        return _all([self.passes(e, in_filter=in_filter) for e in self.rules.of(Action.DROP)])
 
     def _stopping(self) -> list[Expectation]:
         """The fail rules without tolerance: a violating record stops the flow."""
@@ -345,7 +342,7 @@ class RuleLogic:
         """The target's filter, or None when every record is written unchecked."""
         if not self.rules.of(Action.DROP) and not self._stopping():
             return None
-        return self.guarded(self.kept_filter())
+        return self.guarded(self.kept(in_filter=True))
 
     def quarantine_condition(self) -> str:
         """The quarantine's filter: dropped records; fail rules checked."""
