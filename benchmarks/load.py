@@ -63,6 +63,7 @@ from typing import Any, Callable, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the harness
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # spark_work
 
 import pyspark
 from batch_log import PER_MICRO_BATCH
@@ -71,6 +72,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.connect.session import SparkSession
 from sdp_runner import Pipeline, RunResult, SparkServer, committed_batches
+from spark_work import EventLog, server_conf
 
 from sdp_expect import pipelines as dp
 
@@ -419,6 +421,8 @@ class Measurement:
     max_rss_mb: Optional[float] = None
     max_heap_mb: Optional[float] = None
     live_growth: list[dict[str, Any]] = field(default_factory=list)
+    flows: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Per streaming flow, its work over the run's updates (:class:`spark_work.FlowWork`)."""
 
     @property
     def seconds(self) -> float:
@@ -439,7 +443,9 @@ class Bench:
     def __init__(self, workdir: Path, args: argparse.Namespace) -> None:
         self.workdir = workdir
         self.args = args
-        self.server = LoadServer(workdir, args.driver_memory, args.server_conf)
+        self.events = EventLog(workdir / "events")
+        self.server = LoadServer(workdir, args.driver_memory,
+                                 [*server_conf(self.events.folder), *args.server_conf])
         self.control = self.server.session()
         self.sampler = MemorySampler(self.server.jvm_pid)
         self.root = workdir / "pipelines"
@@ -463,6 +469,7 @@ class Bench:
         updates = max(1, min(self.args.updates, files))
         bounds = [round(files * (u + 1) / updates) for u in range(updates)]
         done = 0
+        events_offset = self.events.offset()
         try:
             for update, end in enumerate(bounds, start=1):
                 for index in range(done, end):
@@ -497,6 +504,8 @@ class Bench:
                 _expect(f"{key} update {update}: micro-batches per flow", m.committed,
                         {flow: done + (extra if flow.endswith("_to_dq_batches") else 0)
                          for flow in flows.values()})
+            m.flows = {name: asdict(work) for name, work
+                       in self.events.streaming_since(events_offset).items()}
             if not warmup:  # what the pipeline's updates left alive, before it is dropped
                 m.live_growth = histogram_growth(histogram, class_histogram(self.server.jvm_pid))
         finally:
@@ -572,6 +581,7 @@ def run(bench: Bench, args: argparse.Namespace) -> dict[str, Any]:
             "batches_per_s": statistics.median(m.batches_per_s for m in own),
             "seconds": statistics.median(m.seconds for m in own),
             "runs_s": [round(m.seconds, 1) for m in own],
+            "work": work_summary(own),
         }
     ratio = summary["b"]["records_per_s"] / summary["a"]["records_per_s"]
     retained = [(label, mb) for label, mb in bench.retained if mb is not None]
@@ -589,6 +599,29 @@ def run(bench: Bench, args: argparse.Namespace) -> dict[str, Any]:
             "samples": [asdict(s) for s in bench.sampler.samples]}
 
 
+WORK_MEASURES = ("batch_s", "planning_s", "add_batch_s", "task_s", "cpu_s")
+"""The :class:`spark_work.FlowWork` measures that :func:`work_summary` reports."""
+
+
+def work_summary(runs: list[Measurement]) -> dict[str, dict[str, float]]:
+    """Per streaming flow, and summed over the flows (``"all flows"``): each of
+    :data:`WORK_MEASURES` in milliseconds per source file (one micro-batch per file and
+    flow), the median over ``runs``. Summed over the flows, it is the work the pipeline
+    did per file, whatever the flows ran in parallel or waited for."""
+    def per_file(m: Measurement, flow: Optional[str], measure: str) -> float:
+        flows = list(m.flows.values()) if flow is None else [m.flows[flow]]
+        return 1e3 * sum(f[measure] for f in flows) / m.files
+
+    names = sorted({name for m in runs for name in m.flows})
+    out = {}
+    for name in [*names, None]:
+        own = [m for m in runs if name is None or name in m.flows]
+        out[name or "all flows"] = {
+            measure.removesuffix("_s") + "_ms": round(statistics.median(
+                per_file(m, name, measure) for m in own), 1) for measure in WORK_MEASURES}
+    return out
+
+
 def print_summary(args: argparse.Namespace, summary: dict[str, Any], ratio: float,
                   memory: dict[str, Any]) -> None:
     print(f"\n{args.files} files x {args.records_per_file} records, {args.updates} update(s) "
@@ -603,6 +636,17 @@ def print_summary(args: argparse.Namespace, summary: dict[str, Any], ratio: floa
         hand = summary["h"]["records_per_s"]
         print(f"  throughput h/a = {hand / summary['a']['records_per_s']:.3f}, "
               f"b/h = {summary['b']['records_per_s'] / hand:.3f}")
+    measures = [m.removesuffix("_s") + "_ms" for m in WORK_MEASURES]
+    print("  work per file, per streaming flow (ms, median of the runs; Spark's event log: the "
+          "micro-batch's duration, its planning and addBatch, its tasks' run and CPU time):")
+    print(f"  {'variant':<9} {'flow':<24}" + "".join(f"{m:>14}" for m in measures))
+    for key in args.variants:
+        for flow, work in summary[key]["work"].items():
+            print(f"  {key:<9} {flow:<24}" + "".join(f"{work[m]:14.1f}" for m in measures))
+    if "h" in summary:
+        b, h = summary["b"]["work"]["all flows"], summary["h"]["work"]["all flows"]
+        print("  work of b over h, all flows (<= 1.00: sdp-expect does no more): "
+              + ", ".join(f"{m} {b[m] / h[m]:.3f}" for m in measures if h[m]))
     print(f"  server: max RSS {memory['max_rss_mb']:.0f} MB, max heap in use "
           f"{memory['max_heap_mb']:.0f} MB (driver memory {args.driver_memory})")
     print("  heap retained after a full GC, update after update: "

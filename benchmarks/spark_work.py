@@ -25,6 +25,7 @@ from typing import Any, Optional
 
 _SQL_START = "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart"
 _SQL_END = "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd"
+_PROGRESS = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryProgressEvent"
 
 
 def server_conf(folder: Path) -> list[tuple[str, str]]:
@@ -51,6 +52,27 @@ class Work:
     """The tasks' CPU time, summed (``Executor CPU Time``), in seconds."""
     busy_s: float
     """Seconds during which at least one SQL execution was running."""
+
+
+@dataclass(frozen=True)
+class FlowWork:
+    """What one streaming query (an SDP flow) did in a stretch of the event log: its
+    micro-batches' progress (``StreamingQueryProgress``) and the tasks of its jobs."""
+
+    micro_batches: int
+    """Micro-batches that reported progress."""
+    batch_s: float
+    """Their durations (``batchDuration``: offsets, planning, the batch, the commits), summed."""
+    planning_s: float
+    """Of which planning the micro-batch (``durationMs.queryPlanning``), summed."""
+    add_batch_s: float
+    """Of which running the micro-batch into the sink (``durationMs.addBatch``), summed."""
+    tasks: int
+    """Tasks ended of the query's jobs (``sql.streaming.queryId`` of the job)."""
+    task_s: float
+    """Their run time (``Executor Run Time``), summed, in seconds."""
+    cpu_s: float
+    """Their CPU time (``Executor CPU Time``), summed, in seconds."""
 
 
 class EventLog:
@@ -85,8 +107,8 @@ class EventLog:
         complete = text[: text.rfind("\n") + 1]
         return [json.loads(line) for line in complete.splitlines() if line.strip()]
 
-    def work_since(self, offset: int, settle_s: float = 10.0) -> Work:
-        """The work logged after ``offset``, once every SQL execution begun has ended.
+    def _settled(self, offset: int, settle_s: float) -> list[dict[str, Any]]:
+        """The events logged after ``offset``, once every SQL execution begun has ended.
 
         Spark's listener writes from a queue of its own, so the last events of a
         run may land a moment after the run returned: wait (up to ``settle_s``)
@@ -98,8 +120,16 @@ class EventLog:
             started = {e["executionId"] for e in events if e["Event"] == _SQL_START}
             ended = {e["executionId"] for e in events if e["Event"] == _SQL_END}
             if started <= ended or time.monotonic() > deadline:
-                return summarise(events)
+                return events
             time.sleep(0.1)
+
+    def work_since(self, offset: int, settle_s: float = 10.0) -> Work:
+        """The work logged after ``offset`` (:meth:`_settled`)."""
+        return summarise(self._settled(offset, settle_s))
+
+    def streaming_since(self, offset: int, settle_s: float = 10.0) -> dict[str, FlowWork]:
+        """The work of each streaming query logged after ``offset`` (:meth:`_settled`)."""
+        return summarise_streaming(self._settled(offset, settle_s))
 
 
 def summarise(events: list[dict[str, Any]]) -> Work:
@@ -124,3 +154,35 @@ def summarise(events: list[dict[str, Any]]) -> Work:
         cpu_s=sum(m.get("Executor CPU Time", 0) for m in metrics) / 1e9,
         busy_s=busy_ms / 1e3,
     )
+
+
+def summarise_streaming(events: list[dict[str, Any]]) -> dict[str, FlowWork]:
+    """The :class:`FlowWork` of each streaming query in a list of event-log events, by
+    the query's name without its catalog and schema (SDP names a flow's query after the
+    flow: ``spark_catalog.<schema>.<flow>``)."""
+    progress = [e["progress"] for e in events if e["Event"] == _PROGRESS]
+    names = {p["id"]: p["name"].rsplit(".", 1)[-1] for p in progress if p.get("name")}
+    stage_query: dict[int, str] = {}
+    for e in events:
+        if e["Event"] == "SparkListenerJobStart":
+            query = (e.get("Properties") or {}).get("sql.streaming.queryId")
+            if query in names:
+                stage_query.update((stage, names[query]) for stage in e["Stage IDs"])
+    tasks: dict[str, list[dict[str, Any]]] = {}
+    for e in events:
+        if e["Event"] == "SparkListenerTaskEnd" and e["Stage ID"] in stage_query:
+            tasks.setdefault(stage_query[e["Stage ID"]], []).append(e.get("Task Metrics") or {})
+    out = {}
+    for name in sorted(set(names.values())):
+        own = [p for p in progress if names.get(p["id"]) == name]
+        metrics = tasks.get(name, [])
+        out[name] = FlowWork(
+            micro_batches=len(own),
+            batch_s=sum(p.get("batchDuration", 0) for p in own) / 1e3,
+            planning_s=sum(p["durationMs"].get("queryPlanning", 0) for p in own) / 1e3,
+            add_batch_s=sum(p["durationMs"].get("addBatch", 0) for p in own) / 1e3,
+            tasks=len(metrics),
+            task_s=sum(m.get("Executor Run Time", 0) for m in metrics) / 1e3,
+            cpu_s=sum(m.get("Executor CPU Time", 0) for m in metrics) / 1e9,
+        )
+    return out

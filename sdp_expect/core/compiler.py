@@ -238,12 +238,21 @@ class RuleLogic:
                 f"ELSE {value} END")
 
     def failed_names(self) -> str:
-        """ARRAY<STRING>: names of the warn and drop rules the record violated, in order."""
-        named = [f"CASE WHEN {self.violates(e)} THEN {sql_string(e.name)} END"
+        """ARRAY<STRING>: names of the warn and drop rules the record violated, in order.
+
+        One array per rule, the rule's name or none, joined with ``concat``: Spark compiles
+        it with the rest of the stage (whole-stage code generation), where dropping the
+        NULLs of ``array(CASE ...)`` with the lambda of ``filter`` is interpreted, record by
+        record, and takes its stage out of the generated code (docs/performance.md).
+        The type stays ``ARRAY<STRING>`` with NULL elements allowed (the ``CAST``), as the
+        quarantines that earlier versions wrote have it.
+        """
+        empty = "CAST(array() AS ARRAY<STRING>)"
+        named = [f"IF({self.violates(e)}, array({sql_string(e.name)}), {empty})"
                  for _, e in self._logged()]
         if not named:
-            return "CAST(array() AS ARRAY<STRING>)"
-        return f"filter(array({', '.join(named)}), _sdpx_name -> _sdpx_name IS NOT NULL)"
+            return empty
+        return f"CAST(concat({', '.join(named)}) AS ARRAY<STRING>)"
 
     # -- key rules: the prepared relation (docs/dataset-rules.md) ------------------------
     def key_rules(self) -> list[tuple[int, Expectation]]:
