@@ -21,6 +21,7 @@ from cli_helpers import fake_args, fake_commands, process_alive, sdp_expect
 from sdp_expect import cli
 from sdp_expect.base.project import Project, find_spec
 from sdp_expect.base.violation import Violation
+from sdp_expect.cli.quarantine import chosen_quarantines, quarantine_json, quarantine_text
 from sdp_expect.quality.summary import FAILED, LAST_SUCCESS, NO_SUCCESS, UPDATED, TableReading
 from sdp_expect.report.as_json import to_json
 from sdp_expect.report.build import build_report
@@ -180,17 +181,21 @@ def test_usage_errors_exit_2(tmp_path: Path, fake_env: dict[str, str]) -> None:
     assert sdp_expect("migrate", str(tmp_path / "nope"), str(tmp_path / "out"),
                       cwd=tmp_path).returncode == 2
     assert sdp_expect("report", "--bogus", cwd=tmp_path).returncode == 2
+    spec = tmp_path / "spark-pipeline.yml"
+    spec.write_text("name: p\n")
+    negative = sdp_expect("quarantine", "--sample", "-1", cwd=tmp_path, env=fake_env)
+    assert negative.returncode == 2 and "--sample must be 0 or more" in negative.stderr
 
 
 def test_every_command_explains_itself() -> None:
     assert cli.main(["--version"]) == 0
-    for command in ("run", "dry-run", "report", "migrate"):
+    for command in ("run", "dry-run", "report", "quarantine", "migrate"):
         with pytest.raises(SystemExit) as done:
             cli.build_parser().parse_args([command, "--help"])
         assert done.value.code == 0
     result = sdp_expect("--help", cwd=Path.cwd())
     assert "Exit status: 0 ok; 1" in result.stdout
-    for command in ("run", "dry-run", "report", "migrate"):
+    for command in ("run", "dry-run", "report", "quarantine", "migrate"):
         assert command in result.stdout
         help_text = sdp_expect(command, "--help", cwd=Path.cwd()).stdout
         assert "Exit status: 0" in help_text and "2 usage error" in help_text
@@ -237,6 +242,7 @@ READING = TableReading(
                      "Data-quality metrics of events, cumulative since its last full refresh"),
              metrics("gold", [], 0)],
     quarantines=[{"table": "orders_quarantine", "dataset": "orders", "records": 2,
+                  "by_rule": {"valid_id": 2, "recent": 1},
                   "columns": ["id", "_failed_expectations"],
                   "sample": [{"id": None, "_failed_expectations": ["recent", "valid_id"]},
                              {"id": 5, "_failed_expectations": ["valid_id"]}]}],
@@ -275,6 +281,45 @@ def test_run_summary_text_and_json() -> None:
                                   "tolerance_exceeded": None}
     assert orders["quarantine"]["records"] == 2 and orders["dropped_records"] == 2
     assert document["violations"][0]["record"] == {"revenue": -1}
+
+
+def test_quarantine_shows_the_records_per_failed_rule_and_a_sample() -> None:
+    found = chosen_quarantines(READING, None)
+    assert [(dataset, q.table, q.records, q.by_rule) for dataset, q in found] == [
+        ("orders", "orders_quarantine", 2, {"valid_id": 2, "recent": 1})]
+    assert chosen_quarantines(READING, "orders") == found
+    text = quarantine_text(READING, found)
+    assert textwrap.dedent("""\
+        == Quarantines in spark_catalog.default
+
+        orders_quarantine  dataset orders: 2 records
+          failed rule  records
+          valid_id           2
+          recent             1
+          sample (2 of 2):
+            {"id": null, "_failed_expectations": ["recent", "valid_id"]}
+            {"id": 5, "_failed_expectations": ["valid_id"]}
+        """) == text
+    document = json.loads(quarantine_json(READING, found, spec="/p/spark-pipeline.yml"))
+    assert document["command"] == "quarantine" and document["database"] == "default"
+    assert document["quarantines"] == [{
+        "dataset": "orders", "table": "orders_quarantine", "records": 2,
+        "by_rule": {"valid_id": 2, "recent": 1}, "columns": ["id", "_failed_expectations"],
+        "sample": READING.quarantines[0]["sample"]}]
+    # `report --format json` carries the counts per rule too.
+    orders = next(d for d in json.loads(to_json(build_report(READING)))["datasets"]
+                  if d["dataset"] == "orders")
+    assert orders["quarantine"]["by_rule"] == {"valid_id": 2, "recent": 1}
+
+
+def test_quarantine_of_a_dataset_without_one_names_those_that_have_one() -> None:
+    with pytest.raises(LookupError) as missing:
+        chosen_quarantines(READING, "events")
+    assert str(missing.value).startswith(
+        "dataset 'events' has no quarantine in spark_catalog.default "
+        "(datasets with one: orders); a dataset has one with @dp.quarantine()")
+    empty = TableReading(catalog="c", database="d", metrics=[], quarantines=[], notes=[])
+    assert "no quarantine: no dataset has one" in quarantine_text(empty, [])
 
 
 def test_report_uses_kept_numbers_for_a_dataset_emptied_by_a_failed_update() -> None:

@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -273,6 +274,27 @@ def test_report_shows_each_dataset_as_of_its_last_successful_update(
     assert html.is_file()
 
 
+def test_quarantine_counts_each_failed_rule_as_the_table_holds_it(
+        example: Path, report: Any, tables: dict[str, list[dict[str, Any]]]) -> None:
+    """``sdp-expect quarantine`` against the quarantine table as Spark reads its files:
+    the records, per rule how many of them name it in ``_failed_expectations``, the
+    records themselves (a sample as large as the table)."""
+    done = sdp_expect("quarantine", "--format", "json", "--sample", "10", cwd=example)
+    assert done.returncode == 0, done.stdout + done.stderr
+    document = json.loads(done.stdout)
+    assert (document["command"], document["database"]) == ("quarantine", "default")
+    shown = {q["dataset"]: q for q in document["quarantines"]}
+    assert set(shown) == {"orders_silver"}
+    rows = tables["orders_silver_quarantine"]
+    oracle = Counter(rule for row in rows for rule in row["_failed_expectations"])
+    silver = shown["orders_silver"]
+    assert (silver["table"], silver["records"]) == ("orders_silver_quarantine", len(rows))
+    assert silver["by_rule"] == dict(oracle)
+    assert list(silver["by_rule"].values()) == sorted(oracle.values(), reverse=True)
+    assert sorted(json.dumps(r, sort_keys=True) for r in silver["sample"]) == sorted(
+        json.dumps(r, sort_keys=True) for r in rows)
+
+
 def test_html_report_shows_every_dataset_and_rule_in_chromium(
         report: Any, tables: dict[str, list[dict[str, Any]]], tmp_path: Path) -> None:
     binary = find_chromium()
@@ -301,7 +323,9 @@ def test_html_report_shows_every_dataset_and_rule_in_chromium(
                         dropped: s.querySelector('.dropped-records').innerText,
                         quarantine: (s.querySelector('.quarantine-size') || {}).innerText,
                         chips: [...s.querySelectorAll('table.quarantine tbody tr')].map(
-                          tr => [...tr.querySelectorAll('.chip')].map(c => c.innerText))})))""")
+                          tr => [...tr.querySelectorAll('.chip')].map(c => c.innerText)),
+                        byRule: [...s.querySelectorAll('ul.by-rule li')].map(
+                          li => [li.dataset.rule, li.lastChild.textContent])})))""")
         # The run recorded one update in the history: a chart of one point per rule
         # (docs/history.md#trends-in-the-report), read by the report's own Spark process.
         trends = browser.evaluate("""JSON.stringify([...document.querySelectorAll(
@@ -332,6 +356,10 @@ def test_html_report_shows_every_dataset_and_rule_in_chromium(
     assert silver["quarantine"] == str(len(tables["orders_silver_quarantine"]))
     assert sorted(silver["chips"]) == sorted(row["_failed_expectations"]
                                              for row in tables["orders_silver_quarantine"])
+    oracle = Counter(rule for row in tables["orders_silver_quarantine"]
+                     for rule in row["_failed_expectations"])
+    assert sorted(silver["byRule"]) == sorted([rule, str(n)] for rule, n in oracle.items())
+    assert "sdp-expect quarantine --dataset orders_silver" in text
     assert by_dataset["revenue_by_customer"]["dropped"] == "0"
     assert sorted(json.loads(trends)) == sorted(
         [dataset, row["expectation"], 1,

@@ -20,6 +20,9 @@ Subcommands, one module each:
 - ``sdp-expect report [--spec FILE] [--html OUT.html]``: the summary of the
   last successful update of each dataset, as text, JSON or an HTML page
   (:mod:`sdp_expect.cli.report`).
+- ``sdp-expect quarantine [--spec FILE] [--dataset NAME] [--format text|json]``: what
+  the quarantines hold, records per failed rule and a sample
+  (:mod:`sdp_expect.cli.quarantine`).
 - ``sdp-expect history record|show [--spec FILE]``: append the last update's counts to
   the history table, or print it (:mod:`sdp_expect.cli.history`).
 - ``sdp-expect migrate SRC DST``: a Databricks Lakeflow / DLT project to an
@@ -44,6 +47,7 @@ from sdp_expect.base.terminal import write_text
 from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, version
 from sdp_expect.cli.history import add_history
 from sdp_expect.cli.migrate import add_migrate
+from sdp_expect.cli.quarantine import add_quarantine
 from sdp_expect.cli.report import add_report
 from sdp_expect.cli.run import add_dry_run, add_run
 from sdp_expect.cli.serve import add_serve
@@ -64,6 +68,7 @@ SUBCOMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]]
     add_dry_run,
     add_serve,
     add_report,
+    add_quarantine,
     add_history,
     add_migrate,
 ]

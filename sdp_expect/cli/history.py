@@ -37,7 +37,7 @@ from sdp_expect.quality.trends import RECENT_UPDATES, rule_trends
 from sdp_expect.report.comparison import alert_lines, comparison_lines, trend_dict
 from sdp_expect.runtime.catalog_access import (
     CatalogAccess,
-    add_wait_argument,
+    add_catalog_arguments,
     catalog_access,
     catalog_turn,
     parse_confs,
@@ -98,7 +98,7 @@ def add_history(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     record = actions.add_parser(
         "record", help="append the last update's counts (after spark-pipelines run)",
         description=RECORD_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    _common(record)
+    add_catalog_arguments(record)
     record.add_argument("--dataset", action="append", metavar="NAME",
                         help="record only this dataset (repeatable); default: every dataset "
                         "with a metrics table")
@@ -109,7 +109,7 @@ def add_history(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
         "show", help="print the recorded rows, newest update first",
         description=f"Print the rows of {names.HISTORY_TABLE}, newest update first.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    _common(show)
+    add_catalog_arguments(show)
     show.add_argument("--format", choices=("text", "json"), default="text",
                       help="text (default) or a JSON list of rows")
     show.add_argument("--updates", type=int, metavar="N",
@@ -119,7 +119,7 @@ def add_history(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
         "alerts", help="check the alerts of the newest recorded update (docs/alerts.md)",
         description=ALERTS_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    _common(alerts)
+    add_catalog_arguments(alerts)
     alerts.add_argument("--format", choices=("text", "json"), default="text",
                         help="text (default) or one JSON document")
     alerts.add_argument("--fail-on", choices=("alert",), dest="fail_on",
@@ -129,18 +129,6 @@ def add_history(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
                         "sdp_expect.alert.webhook)")
     alerts.set_defaults(handler=lambda args: command_history(args, "alerts"))
     parser.set_defaults(handler=lambda args: _no_action(parser))
-
-
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--spec", metavar="FILE",
-                        help="the pipeline spec (spark-pipeline.yml), or its folder; default: the "
-                        "first one in the current folder or its parents")
-    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="a Spark setting of the catalog, as given to the run (repeatable)")
-    parser.add_argument("--remote", metavar="URL",
-                        help="go through this Spark Connect server (sc://host:port) instead of "
-                        "the project's local catalog")
-    add_wait_argument(parser)
 
 
 def _no_action(parser: argparse.ArgumentParser) -> int:

@@ -18,20 +18,14 @@ from pathlib import Path
 from sdp_expect.base.project import UsageProblem, find_spec, load_project
 from sdp_expect.base.terminal import use_color, write_text
 from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, version
-from sdp_expect.quality.summary import DEFAULT_SAMPLE, TREND_UPDATES, ReadError
+from sdp_expect.quality.summary import DEFAULT_SAMPLE, TREND_UPDATES
 from sdp_expect.report.as_json import to_json
 from sdp_expect.report.build import build_report
 from sdp_expect.report.html import render_html
 from sdp_expect.report.last_summaries import load_last_summaries
-from sdp_expect.report.reader import read_tables, read_through_server
+from sdp_expect.report.reader import TablesUnavailable, read_project_tables
 from sdp_expect.report.text import to_text
-from sdp_expect.runtime.catalog_access import (
-    add_wait_argument,
-    catalog_access,
-    catalog_turn,
-    parse_confs,
-)
-from sdp_expect.runtime.local_server import ServerProblem
+from sdp_expect.runtime.catalog_access import add_catalog_arguments, parse_confs
 
 __all__ = ["REPORT_DESCRIPTION", "add_report", "add_report_arguments", "command_report"]
 
@@ -68,24 +62,15 @@ def add_report(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``sdp-expect report``."""
-    parser.add_argument("--spec", metavar="FILE",
-                        help="the pipeline spec (spark-pipeline.yml), or its folder; default: the "
-                        "first one in the current folder or its parents")
+    add_catalog_arguments(parser)
     parser.add_argument("--html", metavar="OUT.html",
                         help="also write the report as a self-contained HTML page")
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="what to print: text (default) or one JSON document")
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                         help="colour the text: auto (default) on a terminal without NO_COLOR")
-    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="a Spark setting of the catalog, as given to `sdp-expect run` "
-                        "(repeatable); it wins over the defaults")
-    parser.add_argument("--remote", metavar="URL",
-                        help="read through this Spark Connect server (sc://host:port) instead "
-                        "of the project's local catalog")
     parser.add_argument("--sample", type=int, default=DEFAULT_SAMPLE, metavar="N",
                         help=f"quarantined records shown per dataset (default: {DEFAULT_SAMPLE})")
-    add_wait_argument(parser)
 
 
 def command_report(args: argparse.Namespace) -> int:
@@ -99,27 +84,12 @@ def command_report(args: argparse.Namespace) -> int:
         write_text(sys.stderr, f"sdp-expect report: error: {problem}\n")
         return EXIT_USAGE
     try:
-        access = catalog_access(project, args.remote, given)
-        remote, warm, confs = access.remote, access.warm, access.confs
-        with catalog_turn(project, access, wait=args.wait, command="report",
-                          say=lambda text: write_text(sys.stderr, text)):
-            if access.missing(project.folder):
-                write_text(sys.stderr, f"sdp-expect report: no catalog in {project.folder} "
-                           "(metastore_db/): run the pipeline first with `sdp-expect run`\n")
-                return EXIT_PROBLEMS
-            if warm is not None:  # it holds the project's catalog: read through it
-                reading = read_through_server(warm.url, warm.token, catalog=project.catalog,
-                                              database=project.database, sample=args.sample,
-                                              history_of=project.name)
-            else:
-                reading = read_tables(project.folder, confs, catalog=project.catalog,
-                                      database=project.database, remote=remote,
-                                      sample=args.sample, history_of=project.name)
-    except ServerProblem as problem:
-        write_text(sys.stderr, f"sdp-expect report: {problem.render()}")
-        return EXIT_PROBLEMS
-    except ReadError as error:
-        write_text(sys.stderr, f"sdp-expect report: cannot read the tables: {error}\n")
+        reading = read_project_tables(project, given, remote=args.remote, wait=args.wait,
+                                      command="report", sample=args.sample,
+                                      history_of=project.name,
+                                      say=lambda text: write_text(sys.stderr, text))
+    except TablesUnavailable as problem:
+        write_text(sys.stderr, f"sdp-expect report: {problem}")
         return EXIT_PROBLEMS
     report = build_report(reading, last_summaries=load_last_summaries(project.folder),
                           pipeline=project.name)

@@ -26,7 +26,7 @@ from sdp_expect.quality.summary import (
 from sdp_expect.quality.trends import rule_trends
 from sdp_expect.report.as_json import dataset_rule_failure_from_dict, tolerance_failure_from_dict
 
-__all__ = ["build_report", "completed_metrics_tables"]
+__all__ = ["build_report", "completed_metrics_tables", "quarantine_info"]
 
 
 def _int(value: Any) -> int:
@@ -34,6 +34,14 @@ def _int(value: Any) -> int:
         return int(value)
     except (TypeError, ValueError):
         return 0
+
+
+def quarantine_info(q: Mapping[str, Any]) -> QuarantineInfo:
+    """A quarantine as the reader found it (or as ``sdp-expect run`` kept it)."""
+    return QuarantineInfo(
+        table=str(q["table"]), records=_int(q.get("records")),
+        columns=[str(c) for c in q.get("columns", [])], sample=list(q.get("sample", [])),
+        by_rule={str(k): _int(v) for k, v in dict(q.get("by_rule") or {}).items()})
 
 
 def _optional_text(value: Any) -> Optional[str]:
@@ -119,9 +127,7 @@ def build_report(reading: TableReading, *, flows: Optional[Mapping[str, str]] = 
         summary = _dataset_from_table(entry)
         q = quarantines.get(summary.dataset)
         if q is not None:
-            summary.quarantine = QuarantineInfo(
-                table=str(q["table"]), records=_int(q["records"]),
-                columns=[str(c) for c in q.get("columns", [])], sample=list(q.get("sample", [])))
+            summary.quarantine = quarantine_info(q)
         if flows is None:
             summary.status = LAST_SUCCESS
             if not summary.has_numbers:
@@ -221,7 +227,5 @@ def _from_last_summary(kept: Mapping[str, Any], current: DatasetSummary) -> Data
         status=LAST_SUCCESS, recorded_at=str(kept.get("recorded_at")))
     q = data.get("quarantine")
     if isinstance(q, dict):
-        restored.quarantine = QuarantineInfo(
-            table=str(q["table"]), records=_int(q.get("records")),
-            columns=[str(c) for c in q.get("columns", [])], sample=list(q.get("sample", [])))
+        restored.quarantine = quarantine_info(q)
     return restored

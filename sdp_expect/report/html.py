@@ -91,6 +91,8 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-sp
 .action.fail { background: var(--fail); }
 h3 { font-size: 15px; margin: 18px 0 6px; }
 .sample { overflow-x: auto; }
+.by-rule { list-style: none; padding: 0; margin: 4px 0; display: flex; flex-wrap: wrap;
+  gap: 4px 16px; }
 .sample table { font-size: 13px; }
 .sample td { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; white-space: nowrap; }
 .chip { display: inline-block; border-radius: 999px; padding: 0 8px; margin: 0 3px 0 0;
@@ -216,8 +218,14 @@ def _sample(summary: DatasetSummary) -> str:
         for row in q.sample)
     shown = (f"all {q.records}" if len(q.sample) >= q.records
              else f"{len(q.sample)} of {q.records}")
+    by_rule = "".join(f'<li data-rule="{_e(rule)}"><span class="chip">{_e(rule)}</span>'
+                      f"{count}</li>" for rule, count in q.by_rule.items())
     return (f'<h3>Quarantine sample <code>{_e(q.table)}</code> '
             f'<span class="kind">({shown} records)</span></h3>'
+            + (f'<ul class="by-rule" title="records per failed rule">{by_rule}</ul>'
+               if by_rule else "")
+            + '<p class="note">Every record, per failed rule: <code>sdp-expect quarantine '
+            f"--dataset {_e(summary.dataset)}</code></p>"
             f'<div class="sample"><table class="quarantine"><thead><tr>{head}</tr></thead>'
             f"<tbody>{body}</tbody></table></div>")
 

@@ -23,9 +23,10 @@ import math
 import subprocess
 import threading
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from sdp_expect.base import names
+from sdp_expect.base.project import Project
 from sdp_expect.quality.history_table import read_history
 from sdp_expect.quality.summary import (
     DEFAULT_SAMPLE,
@@ -39,10 +40,56 @@ from sdp_expect.quality.summary import (
     ReadError,
     TableReading,
 )
+from sdp_expect.runtime.catalog_access import catalog_access, catalog_turn
+from sdp_expect.runtime.local_server import ServerProblem
 from sdp_expect.spark.own_process import run_module
 from sdp_expect.spark.sessions import connect
 
-__all__ = ["prepare_reading", "read_tables", "read_through_server"]
+__all__ = ["TablesUnavailable", "prepare_reading", "read_project_tables", "read_tables",
+           "read_through_server"]
+
+
+class TablesUnavailable(Exception):
+    """A project's tables could not be read; the message (one or more lines, ending with a
+    newline) says why, and what to do."""
+
+
+def read_project_tables(project: Project, given: dict[str, str], *, remote: Optional[str],
+                        wait: float, command: str, say: Callable[[str], None],
+                        sample: int = DEFAULT_SAMPLE,
+                        history_of: Optional[str] = None) -> TableReading:
+    """The metrics and quarantine tables of ``project``'s catalog, as the read-only
+    commands (``report``, ``quarantine``) read them: through the project's warm server
+    (``sdp-expect serve``) while it is up, else through ``remote``, else in a Spark
+    process of their own, in the project's turn at its catalog.
+
+    :param given: The ``--conf`` settings of the catalog.
+    :param remote: ``--remote``: a Spark Connect server to read through.
+    :param wait: Seconds to wait for another command using the catalog (``--wait``).
+    :param command: The command's name, for what ``say`` tells while it waits.
+    :param say: Where to write what the command waits for.
+    :param sample: Quarantined records to read per dataset.
+    :param history_of: Also read this pipeline's recent history (:func:`read_tables`).
+    :raises TablesUnavailable: no catalog yet, no server, or the tables could not be read.
+    """
+    try:
+        access = catalog_access(project, remote, given)
+        with catalog_turn(project, access, wait=wait, command=command, say=say):
+            if access.missing(project.folder):
+                raise TablesUnavailable(
+                    f"no catalog in {project.folder} (metastore_db/): run the pipeline first "
+                    "with `sdp-expect run`\n")
+            if access.warm is not None:  # it holds the project's catalog: read through it
+                return read_through_server(access.warm.url, access.warm.token,
+                                           catalog=project.catalog, database=project.database,
+                                           sample=sample, history_of=history_of)
+            return read_tables(project.folder, access.confs, catalog=project.catalog,
+                               database=project.database, remote=access.remote,
+                               sample=sample, history_of=history_of)
+    except ServerProblem as problem:
+        raise TablesUnavailable(problem.render()) from problem
+    except ReadError as error:
+        raise TablesUnavailable(f"cannot read the tables: {error}\n") from error
 
 
 def read_tables(folder: Path, confs: Mapping[str, str], *, catalog: Optional[str],
@@ -228,13 +275,25 @@ def _collect(spark: Any, *, catalog: Optional[str], database: Optional[str],
         dataset = match.group("dataset") if match else name[: -len(names.QUARANTINE_SUFFIX)]
         rows = [_json_ready(row.asDict(recursive=True))
                 for row in frame.limit(sample).collect()]
-        size = frame.groupBy().count().selectExpr(f"{len(quarantines)} AS {_INDEX}",
-                                                  "count")
-        counts = size if counts is None else counts.union(size)
-        quarantines.append({"table": name, "dataset": dataset, "records": 0,
+        # Its size (the row whose rule is NULL) and how many of its records failed each
+        # rule, in the one query of every quarantine's counts.
+        index = len(quarantines)
+        size = frame.groupBy().count().selectExpr(f"{index} AS {_INDEX}",
+                                                  "CAST(NULL AS STRING) AS rule", "count")
+        by_rule = (frame.selectExpr(f"explode({_quoted(FAILED_EXPECTATIONS)}) AS rule")
+                   .groupBy("rule").count().selectExpr(f"{index} AS {_INDEX}", "rule", "count"))
+        both = size.union(by_rule)
+        counts = both if counts is None else counts.union(both)
+        quarantines.append({"table": name, "dataset": dataset, "records": 0, "by_rule": {},
                             "columns": list(frame.columns), "sample": rows})
     for row in counts.collect() if counts is not None else []:
-        quarantines[row[_INDEX]]["records"] = int(row["count"])
+        if row["rule"] is None:
+            quarantines[row[_INDEX]]["records"] = int(row["count"])
+        else:
+            quarantines[row[_INDEX]]["by_rule"][str(row["rule"])] = int(row["count"])
+    for quarantine in quarantines:  # the rules most records failed first
+        quarantine["by_rule"] = dict(sorted(quarantine["by_rule"].items(),
+                                            key=lambda item: (-item[1], item[0])))
     found: dict[str, Any] = {"catalog": catalog, "database": database, "metrics": metrics,
                              "quarantines": quarantines, "notes": notes}
     if history_of is not None:

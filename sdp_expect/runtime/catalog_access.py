@@ -40,6 +40,21 @@ def add_wait_argument(parser: argparse.ArgumentParser) -> None:
                         "0: do not wait). Commands of other projects never wait")
 
 
+def add_catalog_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a command that reads a project's catalog (``report``, ``quarantine``,
+    ``history``): ``--spec``, ``--conf``, ``--remote`` and :func:`add_wait_argument`'s."""
+    parser.add_argument("--spec", metavar="FILE",
+                        help="the pipeline spec (spark-pipeline.yml), or its folder; default: the "
+                        "first one in the current folder or its parents")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting of the catalog, as given to `sdp-expect run` "
+                        "(repeatable); it wins over the defaults")
+    parser.add_argument("--remote", metavar="URL",
+                        help="go through this Spark Connect server (sc://host:port) instead of "
+                        "the project's local catalog")
+    add_wait_argument(parser)
+
+
 def parse_confs(pairs: Sequence[str]) -> dict[str, str]:
     """``--conf KEY=VALUE`` options as a dict.
 
