@@ -24,7 +24,7 @@ from sdp_expect.base.violation import Violation
 from sdp_expect.cli.quarantine import chosen_quarantines, quarantine_json, quarantine_text
 from sdp_expect.quality.summary import FAILED, LAST_SUCCESS, NO_SUCCESS, UPDATED, TableReading
 from sdp_expect.report.as_json import to_json
-from sdp_expect.report.build import build_report
+from sdp_expect.report.build import build_report, quarantine_info
 from sdp_expect.report.html import render_html
 from sdp_expect.report.text import to_text
 from sdp_expect.runtime.spark_pipelines import EventLog, build_command, user_confs
@@ -318,6 +318,8 @@ def test_quarantine_of_a_dataset_without_one_names_those_that_have_one() -> None
     assert str(missing.value).startswith(
         "dataset 'events' has no quarantine in spark_catalog.default "
         "(datasets with one: orders); a dataset has one with @dp.quarantine()")
+    # The run's summary does not count the quarantines per rule: not counted, not "none".
+    assert quarantine_info({"table": "t", "records": 3}).by_rule is None
     empty = TableReading(catalog="c", database="d", metrics=[], quarantines=[], notes=[])
     assert "no quarantine: no dataset has one" in quarantine_text(empty, [])
 

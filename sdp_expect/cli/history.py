@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from sdp_expect.base import names
 from sdp_expect.base.errors import SdpExpectError
-from sdp_expect.base.project import Project, UsageProblem, find_spec, load_project
+from sdp_expect.base.project import Project, UsageProblem
 from sdp_expect.base.terminal import write_text
 from sdp_expect.cli.exit_codes import EXIT_ALERT, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from sdp_expect.cli.webhook import alert_settings, deliver
@@ -39,8 +39,8 @@ from sdp_expect.runtime.catalog_access import (
     CatalogAccess,
     add_catalog_arguments,
     catalog_access,
+    catalog_project,
     catalog_turn,
-    parse_confs,
 )
 from sdp_expect.runtime.local_server import ServerProblem
 from sdp_expect.runtime.spark_pipelines import Invocation
@@ -141,8 +141,7 @@ def _no_action(parser: argparse.ArgumentParser) -> int:
 def command_history(args: argparse.Namespace, action: str) -> int:
     """``sdp-expect history record|show``: the exit status."""
     try:
-        project = load_project(find_spec(args.spec))
-        given = parse_confs(args.conf)
+        project, given = catalog_project(args)
         if action == "show" and args.updates is not None and args.updates < 1:
             raise UsageProblem("--updates must be 1 or more")
         settings = (alert_settings(project.configuration, args.alert_webhook)

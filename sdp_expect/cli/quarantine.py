@@ -15,13 +15,13 @@ import json
 import sys
 from typing import Any, Optional
 
-from sdp_expect.base.project import UsageProblem, find_spec, load_project
+from sdp_expect.base.project import UsageProblem
 from sdp_expect.base.terminal import write_text
 from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from sdp_expect.quality.summary import QuarantineInfo, TableReading
 from sdp_expect.report.build import quarantine_info
 from sdp_expect.report.reader import TablesUnavailable, read_project_tables
-from sdp_expect.runtime.catalog_access import add_catalog_arguments, parse_confs
+from sdp_expect.runtime.catalog_access import add_catalog_arguments, catalog_project
 
 __all__ = ["DEFAULT_QUARANTINE_SAMPLE", "QUARANTINE_DESCRIPTION", "add_quarantine",
            "chosen_quarantines", "command_quarantine", "quarantine_json", "quarantine_text"]
@@ -68,8 +68,7 @@ def _say(text: str) -> None:
 def command_quarantine(args: argparse.Namespace) -> int:
     """``sdp-expect quarantine``: read the quarantines, print them; the exit status."""
     try:
-        project = load_project(find_spec(args.spec))
-        given = parse_confs(args.conf)
+        project, given = catalog_project(args)
         if args.sample < 0:
             raise UsageProblem("--sample must be 0 or more")
     except UsageProblem as problem:
@@ -77,7 +76,7 @@ def command_quarantine(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         reading = read_project_tables(project, given, remote=args.remote, wait=args.wait,
-                                      command="quarantine", sample=args.sample,
+                                      command="quarantine", sample=args.sample, rule_counts=True,
                                       say=lambda text: write_text(sys.stderr, text))
     except TablesUnavailable as problem:
         _say(str(problem))

@@ -15,7 +15,7 @@ import datetime
 import sys
 from pathlib import Path
 
-from sdp_expect.base.project import UsageProblem, find_spec, load_project
+from sdp_expect.base.project import UsageProblem
 from sdp_expect.base.terminal import use_color, write_text
 from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, version
 from sdp_expect.quality.summary import DEFAULT_SAMPLE, TREND_UPDATES
@@ -25,7 +25,7 @@ from sdp_expect.report.html import render_html
 from sdp_expect.report.last_summaries import load_last_summaries
 from sdp_expect.report.reader import TablesUnavailable, read_project_tables
 from sdp_expect.report.text import to_text
-from sdp_expect.runtime.catalog_access import add_catalog_arguments, parse_confs
+from sdp_expect.runtime.catalog_access import add_catalog_arguments, catalog_project
 
 __all__ = ["REPORT_DESCRIPTION", "add_report", "add_report_arguments", "command_report"]
 
@@ -76,8 +76,7 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
 def command_report(args: argparse.Namespace) -> int:
     """``sdp-expect report``: read, print, write the page; the exit status."""
     try:
-        project = load_project(find_spec(args.spec))
-        given = parse_confs(args.conf)
+        project, given = catalog_project(args)
         if args.sample < 0:
             raise UsageProblem("--sample must be 0 or more")
     except UsageProblem as problem:
@@ -85,7 +84,7 @@ def command_report(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         reading = read_project_tables(project, given, remote=args.remote, wait=args.wait,
-                                      command="report", sample=args.sample,
+                                      command="report", sample=args.sample, rule_counts=True,
                                       history_of=project.name,
                                       say=lambda text: write_text(sys.stderr, text))
     except TablesUnavailable as problem:

@@ -142,14 +142,15 @@ class QuarantineInfo:
     :param columns: Its columns, ``_failed_expectations`` included.
     :param sample: Up to a few of its records, as JSON-ready dicts.
     :param by_rule: Per rule named in ``_failed_expectations``, how many of its records
-        failed it (a record counts once for each rule it failed), the most first.
+        failed it (a record counts once for each rule it failed), the most first; ``None``
+        where they were not counted (the run's summary does not count them).
     """
 
     table: str
     records: int
     columns: list[str]
     sample: list[dict[str, Any]]
-    by_rule: dict[str, int] = field(default_factory=dict)
+    by_rule: Optional[dict[str, int]] = None
 
 
 @dataclass

@@ -41,7 +41,8 @@ def quarantine_info(q: Mapping[str, Any]) -> QuarantineInfo:
     return QuarantineInfo(
         table=str(q["table"]), records=_int(q.get("records")),
         columns=[str(c) for c in q.get("columns", [])], sample=list(q.get("sample", [])),
-        by_rule={str(k): _int(v) for k, v in dict(q.get("by_rule") or {}).items()})
+        by_rule=None if q.get("by_rule") is None
+        else {str(k): _int(v) for k, v in dict(q["by_rule"]).items()})
 
 
 def _optional_text(value: Any) -> Optional[str]:

@@ -219,7 +219,7 @@ def _sample(summary: DatasetSummary) -> str:
     shown = (f"all {q.records}" if len(q.sample) >= q.records
              else f"{len(q.sample)} of {q.records}")
     by_rule = "".join(f'<li data-rule="{_e(rule)}"><span class="chip">{_e(rule)}</span>'
-                      f"{count}</li>" for rule, count in q.by_rule.items())
+                      f"{count}</li>" for rule, count in (q.by_rule or {}).items())
     return (f'<h3>Quarantine sample <code>{_e(q.table)}</code> '
             f'<span class="kind">({shown} records)</span></h3>'
             + (f'<ul class="by-rule" title="records per failed rule">{by_rule}</ul>'

@@ -56,7 +56,7 @@ class TablesUnavailable(Exception):
 
 def read_project_tables(project: Project, given: dict[str, str], *, remote: Optional[str],
                         wait: float, command: str, say: Callable[[str], None],
-                        sample: int = DEFAULT_SAMPLE,
+                        sample: int = DEFAULT_SAMPLE, rule_counts: bool = False,
                         history_of: Optional[str] = None) -> TableReading:
     """The metrics and quarantine tables of ``project``'s catalog, as the read-only
     commands (``report``, ``quarantine``) read them: through the project's warm server
@@ -69,6 +69,7 @@ def read_project_tables(project: Project, given: dict[str, str], *, remote: Opti
     :param command: The command's name, for what ``say`` tells while it waits.
     :param say: Where to write what the command waits for.
     :param sample: Quarantined records to read per dataset.
+    :param rule_counts: Also count each quarantine's records per failed rule.
     :param history_of: Also read this pipeline's recent history (:func:`read_tables`).
     :raises TablesUnavailable: no catalog yet, no server, or the tables could not be read.
     """
@@ -82,10 +83,12 @@ def read_project_tables(project: Project, given: dict[str, str], *, remote: Opti
             if access.warm is not None:  # it holds the project's catalog: read through it
                 return read_through_server(access.warm.url, access.warm.token,
                                            catalog=project.catalog, database=project.database,
-                                           sample=sample, history_of=history_of)
+                                           sample=sample, rule_counts=rule_counts,
+                                           history_of=history_of)
             return read_tables(project.folder, access.confs, catalog=project.catalog,
                                database=project.database, remote=access.remote,
-                               sample=sample, history_of=history_of)
+                               sample=sample, rule_counts=rule_counts,
+                               history_of=history_of)
     except ServerProblem as problem:
         raise TablesUnavailable(problem.render()) from problem
     except ReadError as error:
@@ -94,7 +97,8 @@ def read_project_tables(project: Project, given: dict[str, str], *, remote: Opti
 
 def read_tables(folder: Path, confs: Mapping[str, str], *, catalog: Optional[str],
                 database: Optional[str], remote: Optional[str] = None,
-                sample: int = DEFAULT_SAMPLE, history_of: Optional[str] = None,
+                sample: int = DEFAULT_SAMPLE, rule_counts: bool = False,
+                history_of: Optional[str] = None,
                 history_updates: int = TREND_UPDATES,
                 timeout: float = 900.0) -> TableReading:
     """Read the metrics and quarantine tables of a project's catalog.
@@ -108,13 +112,15 @@ def read_tables(folder: Path, confs: Mapping[str, str], *, catalog: Optional[str
     :param database: The spec's database; ``None`` for the session's current one.
     :param remote: A Spark Connect URL (``sc://...``) to read through instead.
     :param sample: Quarantined records to read per dataset.
+    :param rule_counts: Also count each quarantine's records per failed rule (a pass over
+        its ``_failed_expectations``; the run's summary does not show them).
     :param history_of: Also read this pipeline's newest ``history_updates`` updates of
         the history table (the report's trends); ``None``: do not.
     :param history_updates: How many updates of the history to read at most.
     :param timeout: Seconds to wait for the reader.
     :raises ReadError: when the reader fails; the message ends with its last output lines.
     """
-    arguments = ["--sample", str(sample)]
+    arguments = ["--sample", str(sample), *(["--rule-counts"] if rule_counts else [])]
     if catalog:
         arguments += ["--catalog", catalog]
     if database:
@@ -175,7 +181,8 @@ def _read_in_this_process(options: argparse.Namespace) -> dict[str, Any]:
         spark.sparkContext.setLogLevel("ERROR")
     try:
         return _collect(spark, catalog=options.catalog, database=options.database,
-                        sample=options.sample, history_of=options.history_of,
+                        sample=options.sample, rule_counts=options.rule_counts,
+                        history_of=options.history_of,
                         history_updates=options.history_updates)
     finally:
         spark.stop()
@@ -190,6 +197,7 @@ def prepare_reading() -> None:
 
 def read_through_server(url: str, token: str, *, catalog: Optional[str],
                         database: Optional[str], sample: int = DEFAULT_SAMPLE,
+                        rule_counts: bool = False,
                         history_of: Optional[str] = None,
                         history_updates: int = TREND_UPDATES) -> TableReading:
     """Read the metrics and quarantine tables through a project's own Spark Connect server
@@ -204,6 +212,8 @@ def read_through_server(url: str, token: str, *, catalog: Optional[str],
     :param catalog: The spec's catalog; ``None`` for the session's current one.
     :param database: The spec's database; ``None`` for the session's current one.
     :param sample: Quarantined records to read per dataset.
+    :param rule_counts: Also count each quarantine's records per failed rule (a pass over
+        its ``_failed_expectations``; the run's summary does not show them).
     :param history_of: Also read this pipeline's newest ``history_updates`` updates of
         the history table; ``None``: do not.
     :param history_updates: How many updates of the history to read at most.
@@ -213,7 +223,8 @@ def read_through_server(url: str, token: str, *, catalog: Optional[str],
         spark = connect(f"{url}/;token={token}")
         try:
             return TableReading.from_json(_collect(spark, catalog=catalog, database=database,
-                                                   sample=sample, history_of=history_of,
+                                                   sample=sample, rule_counts=rule_counts,
+                                                   history_of=history_of,
                                                    history_updates=history_updates))
         finally:
             spark.stop()
@@ -227,10 +238,11 @@ _INDEX = "_sdp_expect_index"
 
 
 def _collect(spark: Any, *, catalog: Optional[str], database: Optional[str],
-             sample: int, history_of: Optional[str] = None,
+             sample: int, rule_counts: bool = False, history_of: Optional[str] = None,
              history_updates: int = TREND_UPDATES) -> dict[str, Any]:
-    """What a summary needs from the catalog, as JSON values (and, for ``history_of``,
-    that pipeline's newest ``history_updates`` updates of the history table)."""
+    """What a summary needs from the catalog, as JSON values (with ``rule_counts``, each
+    quarantine's records per failed rule; for ``history_of``, that pipeline's newest
+    ``history_updates`` updates of the history table)."""
     notes: list[str] = []
     if catalog:
         spark.catalog.setCurrentCatalog(catalog)
@@ -275,16 +287,18 @@ def _collect(spark: Any, *, catalog: Optional[str], database: Optional[str],
         dataset = match.group("dataset") if match else name[: -len(names.QUARANTINE_SUFFIX)]
         rows = [_json_ready(row.asDict(recursive=True))
                 for row in frame.limit(sample).collect()]
-        # Its size (the row whose rule is NULL) and how many of its records failed each
-        # rule, in the one query of every quarantine's counts.
+        # Its size (the row whose rule is NULL) and, with rule_counts, how many of its
+        # records failed each rule, in the one query of every quarantine's counts.
         index = len(quarantines)
         size = frame.groupBy().count().selectExpr(f"{index} AS {_INDEX}",
                                                   "CAST(NULL AS STRING) AS rule", "count")
-        by_rule = (frame.selectExpr(f"explode({_quoted(FAILED_EXPECTATIONS)}) AS rule")
-                   .groupBy("rule").count().selectExpr(f"{index} AS {_INDEX}", "rule", "count"))
-        both = size.union(by_rule)
-        counts = both if counts is None else counts.union(both)
-        quarantines.append({"table": name, "dataset": dataset, "records": 0, "by_rule": {},
+        if rule_counts:
+            size = size.union(
+                frame.selectExpr(f"explode({_quoted(FAILED_EXPECTATIONS)}) AS rule")
+                .groupBy("rule").count().selectExpr(f"{index} AS {_INDEX}", "rule", "count"))
+        counts = size if counts is None else counts.union(size)
+        quarantines.append({"table": name, "dataset": dataset, "records": 0,
+                            "by_rule": {} if rule_counts else None,
                             "columns": list(frame.columns), "sample": rows})
     for row in counts.collect() if counts is not None else []:
         if row["rule"] is None:
@@ -292,8 +306,9 @@ def _collect(spark: Any, *, catalog: Optional[str], database: Optional[str],
         else:
             quarantines[row[_INDEX]]["by_rule"][str(row["rule"])] = int(row["count"])
     for quarantine in quarantines:  # the rules most records failed first
-        quarantine["by_rule"] = dict(sorted(quarantine["by_rule"].items(),
-                                            key=lambda item: (-item[1], item[0])))
+        if quarantine["by_rule"] is not None:
+            quarantine["by_rule"] = dict(sorted(quarantine["by_rule"].items(),
+                                                key=lambda item: (-item[1], item[0])))
     found: dict[str, Any] = {"catalog": catalog, "database": database, "metrics": metrics,
                              "quarantines": quarantines, "notes": notes}
     if history_of is not None:
@@ -318,6 +333,7 @@ def _reader_main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--database")
     parser.add_argument("--remote")
     parser.add_argument("--sample", type=int, default=DEFAULT_SAMPLE)
+    parser.add_argument("--rule-counts", action="store_true")
     parser.add_argument("--history-of")
     parser.add_argument("--history-updates", type=int, default=TREND_UPDATES)
     parser.add_argument("--conf", action="append", default=[])

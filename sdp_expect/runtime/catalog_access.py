@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
 
 from sdp_expect.base.errors import Location, SdpExpectError
-from sdp_expect.base.project import Project, UsageProblem
+from sdp_expect.base.project import Project, UsageProblem, find_spec, load_project
 from sdp_expect.runtime.format_jars import format_setup
 from sdp_expect.runtime.local_server import ServerProblem, ServerRecord, project_lock, warm_server
 from sdp_expect.runtime.spark_pipelines import default_confs, is_local
@@ -53,6 +53,15 @@ def add_catalog_arguments(parser: argparse.ArgumentParser) -> None:
                         help="go through this Spark Connect server (sc://host:port) instead of "
                         "the project's local catalog")
     add_wait_argument(parser)
+
+
+def catalog_project(args: argparse.Namespace) -> tuple[Project, dict[str, str]]:
+    """The project and the ``--conf`` settings of a command declared with
+    :func:`add_catalog_arguments`.
+
+    :raises UsageProblem: no spec file, or a ``--conf`` that is not ``KEY=VALUE``.
+    """
+    return load_project(find_spec(args.spec)), parse_confs(args.conf)
 
 
 def parse_confs(pairs: Sequence[str]) -> dict[str, str]:
