@@ -23,7 +23,14 @@ from corpus_oracle import ORACLES, Expected, Table, batch_log_sums
 from pyspark.sql.connect.session import SparkSession
 from sdp_runner import SparkServer, copy_project
 
-from sdp_expect.base.names import EVENT_LOG_VIEW, HISTORY_TABLE
+from sdp_expect.base.names import (
+    EVENT_LOG_VIEW,
+    FAILED_EXPECTATIONS_COLUMN,
+    HISTORY_TABLE,
+    QUARANTINE_KEY_COLUMN,
+    QUARANTINE_TIME_COLUMN,
+    QUARANTINE_UPDATE_COLUMN,
+)
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 UPDATES = ("1", "2", "3")
@@ -66,6 +73,7 @@ class CorpusProject:
     spark: SparkSession
     summaries: list[dict[str, Any]] = field(default_factory=list)
     snapshots: list[dict[str, Table]] = field(default_factory=list)
+    quarantine_updates: list[QuarantineUpdates] = field(default_factory=list)
     expected: list[Expected] = field(default_factory=list)
 
     def run(self) -> tuple[int, dict[str, Any], str]:
@@ -113,9 +121,16 @@ NOT_PIPELINE_TABLES = {HISTORY_TABLE, EVENT_LOG_VIEW}
 are not pipeline datasets; tests/test_history.py checks them)."""
 
 
-def snapshot(project: CorpusProject) -> dict[str, Table]:
+QuarantineUpdates = dict[str, Counter[str]]
+"""Per quarantine table, its records per update id (``_quarantine_update``)."""
+
+
+def snapshot(project: CorpusProject, updates: Optional[QuarantineUpdates] = None
+             ) -> dict[str, Table]:
     """Every table of the project's database, read through Spark (a batch log summed,
-    as the oracle gives it: its rows depend on the micro-batches)."""
+    as the oracle gives it: its rows depend on the micro-batches; a quarantine without
+    the key and update of each record, which :func:`quarantine_columns` checks and
+    counts into ``updates``)."""
     tables = {}
     for table in project.spark.catalog.listTables(project.database):
         if table.name in NOT_PIPELINE_TABLES:
@@ -127,8 +142,51 @@ def snapshot(project: CorpusProject) -> dict[str, Table]:
         if table.name.endswith("_dq_batches"):
             tables[table.name] = batch_log_sums(row.asDict() for row in frame.collect())
             continue
+        if FAILED_EXPECTATIONS_COLUMN in frame.columns:
+            frame = quarantine_columns(table.name, frame, updates)
         tables[table.name] = Table(tuple(frame.columns), [tuple(row) for row in frame.collect()])
     return tables
+
+
+ADDED = (QUARANTINE_KEY_COLUMN, QUARANTINE_UPDATE_COLUMN, QUARANTINE_TIME_COLUMN)
+
+
+def quarantine_columns(name: str, frame: Any, updates: Optional[QuarantineUpdates]) -> Any:
+    """The quarantine ``frame`` without the columns the oracle cannot compute, after
+    checking them: records written alike share a key and others do not; each update id
+    has one start time."""
+    assert list(frame.columns[-4:]) == [FAILED_EXPECTATIONS_COLUMN, *ADDED], frame.columns
+    record = frame.columns[:-4]
+    rows = frame.collect()
+    keys: dict[str, set[str]] = {}
+    records: dict[str, set[str]] = {}
+    times: dict[str, set[Any]] = {}
+    for row in rows:
+        written = repr(tuple(row[c] for c in record))
+        keys.setdefault(written, set()).add(row[QUARANTINE_KEY_COLUMN])
+        records.setdefault(row[QUARANTINE_KEY_COLUMN], set()).add(written)
+        times.setdefault(row[QUARANTINE_UPDATE_COLUMN], set()).add(row[QUARANTINE_TIME_COLUMN])
+    assert all(len(k) == 1 for k in keys.values()), f"{name}: one record, two keys: {keys}"
+    assert all(len(r) == 1 for r in records.values()), f"{name}: one key, two records"
+    assert all(len(t) == 1 and None not in t for t in times.values()), f"{name}: {times}"
+    if updates is not None:
+        updates[name] = Counter(row[QUARANTINE_UPDATE_COLUMN] for row in rows)
+    return frame.drop(*ADDED)
+
+
+def check_quarantine_updates(name: str, runs: list[str], now: QuarantineUpdates,
+                             before: Optional[QuarantineUpdates]) -> None:
+    """After the run whose update id is ``runs[-1]`` (``sdp-expect run`` says it, and
+    hands it to the pipeline): every quarantined record names one of the project's runs;
+    a materialized view's quarantine (recomputed) names this run alone, a streaming
+    table's (appended to) keeps the records of earlier runs as they were."""
+    for table, counts in now.items():
+        assert set(counts) <= set(runs), f"{name}: {table} names {set(counts) - set(runs)}"
+        earlier = Counter({u: n for u, n in counts.items() if u != runs[-1]})
+        if earlier and before is not None:
+            assert earlier == before.get(table, Counter()), (
+                f"{name}: {table}: records of earlier updates changed: {earlier} "
+                f"!= {before.get(table)}")
 
 
 def canonical(value: Any) -> Any:
@@ -189,7 +247,12 @@ def three_updates(server: SparkServer, tmp: Path, name: str,
             assert code == 0 and summary["status"] == "COMPLETED", (
                 f"{name}, update {update}: exit {code}\n{events[-6000:]}")
             project.summaries.append(summary)
-            project.snapshots.append(snapshot(project))
+            updates: QuarantineUpdates = {}
+            project.snapshots.append(snapshot(project, updates))
+            check_quarantine_updates(name, [s["update_id"] for s in project.summaries],
+                                     updates, project.quarantine_updates[-1]
+                                     if project.quarantine_updates else None)
+            project.quarantine_updates.append(updates)
             expected = ORACLES[name](project.landing)
             assert not expected.violations, (
                 f"{name}, update {update}: the corpus data must not violate fail rules here: "

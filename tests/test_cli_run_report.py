@@ -295,6 +295,19 @@ def test_quarantine_counts_each_failed_rule_as_the_table_holds_it(
         json.dumps(r, sort_keys=True) for r in rows)
 
 
+def test_the_run_s_update_id_is_in_its_quarantine_records_and_its_history_rows(
+        example_run: Any, tables: dict[str, list[dict[str, Any]]]) -> None:
+    """``sdp-expect run`` hands its update to the pipeline: each record quarantined in the
+    run names it (with its start), as do the history rows the run recorded and its JSON."""
+    update = json.loads(example_run.stdout)["update_id"]
+    quarantined = tables["orders_silver_quarantine"]
+    assert quarantined
+    assert {r[names.QUARANTINE_UPDATE_COLUMN] for r in quarantined} == {update}
+    started = {r[names.QUARANTINE_TIME_COLUMN] for r in quarantined}
+    assert len(started) == 1 and None not in started, started
+    assert {r["update_id"] for r in tables[names.HISTORY_TABLE]} == {update}
+
+
 def test_html_report_shows_every_dataset_and_rule_in_chromium(
         report: Any, tables: dict[str, list[dict[str, Any]]], tmp_path: Path) -> None:
     binary = find_chromium()
@@ -497,14 +510,18 @@ def session(url: str, token: str) -> SparkSession:
     return keep_alive(created)
 
 
+UPDATE_COLUMNS = (names.QUARANTINE_UPDATE_COLUMN, names.QUARANTINE_TIME_COLUMN)
+
+
 def read_tables(spark: SparkSession) -> dict[str, Any]:
     """Every table of the default database: its schema and rows (not the history table
-    and its view, which every run appends to: tests/test_history.py)."""
+    and its view, which every run appends to: tests/test_history.py; nor the update
+    that quarantined a record, which differs when a run recomputes a quarantine)."""
     found = {}
     for table in spark.catalog.listTables("default"):
         if table.name in (names.HISTORY_TABLE, names.EVENT_LOG_VIEW):
             continue
-        frame = spark.table(f"default.`{table.name}`")
+        frame = spark.table(f"default.`{table.name}`").drop(*UPDATE_COLUMNS)
         found[table.name] = (frame.schema, frame.collect())
     return found
 
@@ -544,7 +561,7 @@ def test_a_warm_run_writes_what_a_cold_run_writes(cold_pair: ColdPair) -> None:
         after = read_tables(reader)
         assert set(after) == set(before)
         for name, (schema, rows) in before.items():
-            assert_df_equality(reader.table(f"default.`{name}`"),
+            assert_df_equality(reader.table(f"default.`{name}`").drop(*UPDATE_COLUMNS),
                                reader.createDataFrame(rows, schema),
                                ignore_row_order=True, ignore_nullable=False)
 

@@ -15,11 +15,13 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import DataFrame
 from pyspark.sql.connect.session import SparkSession
+from record_key import record_key
 from sdp_runner import MakePipeline
 from test_no_analysis import watched_rpcs
 
 from sdp_expect import pipelines as dp
 from sdp_expect.base.errors import SdpExpectError
+from sdp_expect.base.names import QUARANTINE_COLUMNS, QUARANTINE_KEY_COLUMN
 from sdp_expect.base.violation import (
     TolerancePart,
     Violation,
@@ -79,9 +81,14 @@ def test_a_drop_unique_key_drops_every_record_of_a_duplicated_key_and_keeps_null
     # Exactly the user's columns, same types and nullability.
     assert_df_equality(result.table("orders"), expected, ignore_row_order=True)
     quarantine = result.table("orders_quarantine")
-    assert quarantine.columns == ["id", "a", "b", "amount", "_failed_expectations"]
-    assert {r["id"]: r["_failed_expectations"] for r in result.rows("orders_quarantine")} == {
+    assert quarantine.columns == ["id", "a", "b", "amount", *QUARANTINE_COLUMNS]
+    quarantined = result.rows("orders_quarantine")
+    assert {r["id"]: r["_failed_expectations"] for r in quarantined} == {
         1: ["once"], 2: ["once"]}
+    # The key is of the record's own columns, not of the key rule's flag beside them.
+    assert {r["id"]: r[QUARANTINE_KEY_COLUMN] for r in quarantined} == {
+        r[0]: record_key(dict(zip(["id", "a", "b", "amount"], r, strict=True)))
+        for r in data[:2]}
     row = metrics_of(result, "orders")["once"]
     assert (row["constraint"], row["failed_records"], row["total_records"],
             row["dropped_records"]) == ("UNIQUE (a)", 2, 5, 2)

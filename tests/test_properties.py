@@ -18,7 +18,9 @@ code points) and applies docs/semantics.md (expectations to metrics):
    ``passed + failed = total``, ``dropped_records`` = quarantine size;
 4. a violated fail rule fails the update with one ``[EXPECTATION_VIOLATION]``
    line naming exactly the fail rules that the shown record violated, and
-   nothing of the dataset is written; no violation, no failure.
+   nothing of the dataset is written; no violation, no failure;
+5. records of the quarantine written alike share a ``_quarantine_key`` and others do
+   not; each names the update that quarantined it, and its start.
 
 Rule names are data throughout: quotes, backticks, backslashes, spaces, SQL keywords
 and comments, unicode, and Spark ``${...}`` variable references (which Spark would
@@ -39,6 +41,12 @@ from hypothesis import strategies as st
 from sdp_runner import MakePipeline
 
 from sdp_expect import pipelines as dp
+from sdp_expect.base.names import (
+    QUARANTINE_COLUMNS,
+    QUARANTINE_KEY_COLUMN,
+    QUARANTINE_TIME_COLUMN,
+    QUARANTINE_UPDATE_COLUMN,
+)
 from sdp_expect.base.violation import names_text
 
 SCHEMA = "id INT, amount DOUBLE, qty BIGINT, name STRING"
@@ -554,6 +562,27 @@ def describe(scenario: Scenario, dataset: Dataset) -> str:
             f"  source rows: {scenario.rows!r}")
 
 
+def exact(row: Row) -> tuple[Any, ...]:
+    """A record as its values are written: -0.0 and 0.0 apart, every NaN one."""
+    return tuple(("NaN",) if _is_nan(v) else (type(v).__name__, repr(v)) for v in row)
+
+
+def check_quarantine_keys(quarantined: list[dict[str, Any]], context: str) -> None:
+    """Law 5: records written alike share a key and others do not (the key is a hash of
+    the record's columns alone); every record names one update, and its start."""
+    by_record: dict[tuple[Any, ...], set[str]] = {}
+    by_key: dict[str, set[tuple[Any, ...]]] = {}
+    for r in quarantined:
+        record, record_key = exact(as_row(r)), r[QUARANTINE_KEY_COLUMN]
+        assert isinstance(record_key, str) and len(record_key) == 64, (record_key, context)
+        by_record.setdefault(record, set()).add(record_key)
+        by_key.setdefault(record_key, set()).add(record)
+    assert all(len(keys) == 1 for keys in by_record.values()), (by_record, context)
+    assert all(len(records) == 1 for records in by_key.values()), (by_key, context)
+    updates = {(r[QUARANTINE_UPDATE_COLUMN], r[QUARANTINE_TIME_COLUMN]) for r in quarantined}
+    assert len(updates) <= 1 and None not in next(iter(updates), ()), (updates, context)
+
+
 def check_laws(result: Any, scenario: Scenario, dataset: Dataset, expected: Expected) -> None:
     """Laws 1-3 for a dataset whose update succeeded."""
     context = describe(scenario, dataset)
@@ -564,8 +593,9 @@ def check_laws(result: Any, scenario: Scenario, dataset: Dataset, expected: Expe
 
     quarantine_name = f"{dataset.name}_quarantine"
     if dataset.quarantine:
-        assert result.table(quarantine_name).columns == [*COLUMNS, FAILED], context
+        assert result.table(quarantine_name).columns == [*COLUMNS, *QUARANTINE_COLUMNS], context
         quarantined = result.rows(quarantine_name)
+        check_quarantine_keys(quarantined, context)
         records = Counter(key(as_row(r)) for r in quarantined)
         assert_same_records(f"{dataset.name}: target + quarantine = query output",
                             Counter(map(key, expected.produced)), target + records, context)

@@ -31,6 +31,7 @@ import pytest
 from sdp_runner import MakePipeline, Pipeline, RunResult, SparkServer
 
 from sdp_expect import SdpExpectError, sql
+from sdp_expect.base.names import QUARANTINE_COLUMNS
 from sdp_expect.checks.sql_files import check_sql_file, read_sql_file
 from sdp_expect.checks.validate import validate_paths
 from sdp_expect.cli import main
@@ -471,11 +472,15 @@ METRICS = ["dataset", "expectation", "action", "constraint", "passed_records",
            "failed_records", "total_records", "dropped_records"]
 
 
-def rows(result: RunResult, table: str, columns: Optional[list[str]] = None
-         ) -> list[tuple[Any, ...]]:
+def rows(result: RunResult, table: str, columns: Optional[list[str]] = None, *,
+         quarantined: bool = False) -> list[tuple[Any, ...]]:
+    """``table``'s rows, sorted; of a quarantine, the records and their failed rules
+    (its key and update: tests/test_quarantine_records.py)."""
     frame = result.table(table)
     if columns is not None:
         frame = frame.select(*columns)
+    if quarantined:
+        frame = frame.drop(*QUARANTINE_COLUMNS[1:])
     return sorted((tuple(r) for r in frame.collect()), key=repr)
 
 
@@ -486,7 +491,7 @@ def test_the_exported_notebook_runs_and_every_table_holds_the_expected_rows(
         (1, "alice", 120.5, "eu"), (2, "bob", 35.0, "us"), (5, None, 15.0, "eu"),
         (6, "erin", 60.0, "eu"), (7, "alice", 10.0, "us")], key=repr)
     assert result.table("orders_bronze").columns == COLUMNS
-    assert rows(result, "orders_bronze_quarantine") == sorted([
+    assert rows(result, "orders_bronze_quarantine", quarantined=True) == sorted([
         (3, "carol", -12.0, "eu", ["positive amount"]),
         (None, "dave", 80.0, "us", ["valid order id"])], key=repr)
     assert result.table("orders_bronze_dq_batches").selectExpr("sum(_records)").collect()[0][0] == 7
@@ -495,7 +500,7 @@ def test_the_exported_notebook_runs_and_every_table_holds_the_expected_rows(
         ("orders_bronze", "positive amount", "drop", "amount > 0", 6, 1, 7, 2)], key=repr)
     assert rows(result, "customer_totals") == sorted([
         ("alice", 130.5, 2), ("bob", 35.0, 1), ("erin", 60.0, 1)], key=repr)
-    assert rows(result, "customer_totals_quarantine") == [
+    assert rows(result, "customer_totals_quarantine", quarantined=True) == [
         (None, 15.0, 1, ["known customer"])]
     assert rows(result, "customer_totals_dq_metrics", METRICS) == [
         ("customer_totals", "known customer", "drop", "customer IS NOT NULL", 3, 1, 4, 1)]

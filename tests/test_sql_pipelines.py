@@ -25,7 +25,13 @@ from pyspark.sql import functions as F
 from sdp_runner import MakePipeline, Pipeline, RunResult, SparkServer
 
 from sdp_expect import sql
-from sdp_expect.base.names import BATCH_TIME_COLUMN
+from sdp_expect.base.names import (
+    BATCH_TIME_COLUMN,
+    QUARANTINE_TIME_COLUMN,
+    QUARANTINE_UPDATE_COLUMN,
+)
+
+UPDATE_COLUMNS = (QUARANTINE_UPDATE_COLUMN, QUARANTINE_TIME_COLUMN)
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "sql"
 SCHEMA = "order_id INT, customer STRING, amount DOUBLE, order_date DATE, region STRING"
@@ -185,9 +191,9 @@ def runs(spark_server: SparkServer, tmp_path_factory: pytest.TempPathFactory
 def every_row(result: RunResult) -> Any:
     """All rows of all :data:`TABLES` as one DataFrame ``(table, row as JSON)``: one job."""
     return functools.reduce(DataFrame.unionByName, [
-        result.table(table).drop(BATCH_TIME_COLUMN).select(
+        result.table(table).drop(BATCH_TIME_COLUMN, *UPDATE_COLUMNS).select(
             F.lit(table).alias("table"), F.to_json(F.struct("*")).alias("row"))
-        for table in TABLES])  # a batch log's batch times differ from run to run
+        for table in TABLES])  # a batch log's batch times and the updates differ by run
 
 
 @pytest.mark.parametrize("way", ["included", "saved"])

@@ -109,7 +109,7 @@ def test_several_flows_into_one_streaming_table_count_every_record(
         spark = pipeline.spark
         assert_df_equality(result.table("orders"), spark.createDataFrame(kept, SCHEMA),
                            ignore_row_order=True, ignore_nullable=True)
-        assert_df_equality(result.table("orders_quarantine").drop("_failed_expectations"),
+        assert_df_equality(result.table("orders_quarantine").drop(*names.QUARANTINE_COLUMNS),
                            spark.createDataFrame(quarantined, SCHEMA),
                            ignore_row_order=True, ignore_nullable=True)
         metrics = {row["expectation"]: row for row in result.rows("orders_dq_metrics")}

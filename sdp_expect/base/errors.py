@@ -345,6 +345,14 @@ ERROR_CATALOGUE: dict[str, ErrorSpec] = {
             "and settings; the dataset's format= or USING can stay as written "
             "(docs/formats.md)",
         ),
+        ErrorSpec(
+            "SDPX-DEF-121",
+            "the environment variable SDP_EXPECT_UPDATE is set to something other "
+            "than the update that sdp-expect run hands to its pipeline (a JSON object with "
+            "the update's id and start time)",
+            "unset SDP_EXPECT_UPDATE: sdp-expect run sets it for the pipeline it "
+            "starts, and a pipeline run without it gets a new update id",
+        ),
         # -- pipeline configuration --
         ErrorSpec(
             "SDPX-CFG-201",

@@ -26,6 +26,10 @@ __all__ = [
     "BATCH_TIME_COLUMN",
     "EVENT_LOG_VIEW",
     "FAILED_EXPECTATIONS_COLUMN",
+    "QUARANTINE_COLUMNS",
+    "QUARANTINE_KEY_COLUMN",
+    "QUARANTINE_TIME_COLUMN",
+    "QUARANTINE_UPDATE_COLUMN",
     "HISTORY_TABLE",
     "OUTCOME_COMPLETED",
     "OUTCOME_FAILED",
@@ -102,6 +106,20 @@ def batch_log_flow_name(flow: str) -> str:
 
 FAILED_EXPECTATIONS_COLUMN = "_failed_expectations"
 """The quarantine's extra column: names of all warn and drop rules a record violated."""
+
+QUARANTINE_KEY_COLUMN = "_quarantine_key"
+"""In a quarantine: the record's key, a hash of its columns (records identical in every
+column share it), the same in every update that quarantines the record."""
+
+QUARANTINE_UPDATE_COLUMN = "_quarantine_update"
+"""In a quarantine: the id of the update that quarantined the record."""
+
+QUARANTINE_TIME_COLUMN = "_quarantine_time"
+"""In a quarantine: when the update that quarantined the record started."""
+
+QUARANTINE_COLUMNS = (FAILED_EXPECTATIONS_COLUMN, QUARANTINE_KEY_COLUMN,
+                      QUARANTINE_UPDATE_COLUMN, QUARANTINE_TIME_COLUMN)
+"""The columns a quarantine adds after the record's, in order."""
 
 BATCH_TIME_COLUMN = "_batch_time"
 """In a streaming table's batch log: the micro-batch's time (``current_timestamp()``)."""

@@ -28,6 +28,7 @@ from sdp_expect.base.errors import SdpExpectError
 from sdp_expect.base.project import Project, UsageProblem, find_spec, load_project
 from sdp_expect.base.terminal import paint, use_color, write_text
 from sdp_expect.base.text_files import source_excerpt
+from sdp_expect.base.update import UPDATE_VARIABLE, UpdateStamp
 from sdp_expect.checks.layout import project_problems
 from sdp_expect.cli.after_run import AfterFlows, finish, report_of
 from sdp_expect.cli.exit_codes import EXIT_ALERT, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
@@ -275,6 +276,8 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
                                      "dim", color))
     log_path, definitions = _log_files(project, action)
     invocation.env[DEFINITIONS_VARIABLE] = str(definitions)
+    update = UpdateStamp.new()  # the quarantines' records and the history name it
+    invocation.env[UPDATE_VARIABLE] = update.to_environment()
     verbose = bool(getattr(args, "verbose", False))
     mode = choose_mode(args.progress, events_out)
     progress = None if mode == "none" else Progress(
@@ -344,7 +347,7 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
                          command=f"sdp-expect {action}", stderr=sys.stderr)
     if as_json:
         document: dict[str, Any] = {"command": action, "spec": str(project.spec),
-                                    "exit_code": status,
+                                    "exit_code": status, "update_id": update.id,
                                     "status": outcome.events.run_state
                                     or ("COMPLETED" if outcome.returncode == 0 else "FAILED"),
                                     "flows": dict(outcome.events.flows),

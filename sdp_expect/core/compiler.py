@@ -49,11 +49,15 @@ from sdp_expect.base.names import (
     BATCH_TIME_COLUMN,
     FAILED_EXPECTATIONS_COLUMN,
     METRICS_COLUMNS,
+    QUARANTINE_KEY_COLUMN,
+    QUARANTINE_TIME_COLUMN,
+    QUARANTINE_UPDATE_COLUMN,
     batch_log_comment,
     metrics_comment,
     quarantine_comment,
 )
 from sdp_expect.base.sqltokens import sql_string
+from sdp_expect.base.update import UpdateStamp
 from sdp_expect.core.model import (
     Action,
     DatasetKind,
@@ -154,6 +158,22 @@ nondeterministic filter is neither combined with the one below it nor pushed bel
 it, so the check sees exactly the query's records."""
 
 
+_KEY_JSON = ("map('ignoreNullFields', 'false', 'timeZone', 'UTC', "
+             "'timestampFormat', 'yyyy-MM-dd HH:mm:ss.SSSSSSXXX', "
+             "'timestampNTZFormat', 'yyyy-MM-dd HH:mm:ss.SSSSSS')")
+"""How a record is written for its key: every column, NULLs included, times in UTC to
+the microsecond (``to_json`` writes them to the millisecond, in the session's zone, by
+default), so that the key depends on the record alone."""
+
+
+def record_key(record: str) -> str:
+    """A quarantined record's key: SHA-256 (64 hex digits) of the struct ``record`` as
+    JSON (:data:`_KEY_JSON`). The same record has the same key in every update and
+    every front end; records identical in every column share it. Only the quarantined
+    records are hashed."""
+    return f"sha2(to_json({record}, {_KEY_JSON}), 256)"
+
+
 class RuleLogic:
     """The Spark logic of one dataset's expectations.
 
@@ -169,11 +189,17 @@ class RuleLogic:
     :param rules: The dataset's expectations, in declaration order.
     :param null_passes: True when a constraint whose result is NULL counts as passing
         (``sdp_expect.null_result: pass``); false by default, as on Databricks.
+    :param update: The update the rules are registered for, which the quarantine's
+        records name (:mod:`sdp_expect.base.update`); None where SQL is written for
+        later updates (``sdp-expect translate``): the quarantine's update columns are
+        then NULL.
     """
 
-    def __init__(self, rules: DatasetRules, *, null_passes: bool = False) -> None:
+    def __init__(self, rules: DatasetRules, *, null_passes: bool = False,
+                 update: Optional[UpdateStamp] = None) -> None:
         self.rules = rules
         self._null_result = "true" if null_passes else "false"
+        self.update = update
 
     # -- per-record expressions (SQL text) ---------------------------------------------
     def passes(self, expectation: Expectation, *, in_filter: bool = False) -> str:
@@ -358,9 +384,17 @@ class RuleLogic:
         return self.guarded(f"NOT {self.kept()}")
 
     def quarantine_columns(self) -> list[str]:
-        """The quarantine's columns: the record's, plus ``_failed_expectations``."""
+        """The quarantine's columns: the record's, then ``_failed_expectations``, the
+        record's key and the update that quarantined it (docs/semantics.md#quarantine)."""
+        record = RECORD_COLUMN if self.rules.has_dataset_checks else "struct(*)"
+        update = self.update
         return [self.output_columns(),
-                f"{self.failed_names()} AS {FAILED_EXPECTATIONS_COLUMN}"]
+                f"{self.failed_names()} AS {FAILED_EXPECTATIONS_COLUMN}",
+                f"{record_key(record)} AS {QUARANTINE_KEY_COLUMN}",
+                f"{update.id_sql() if update else 'CAST(NULL AS STRING)'}"
+                f" AS {QUARANTINE_UPDATE_COLUMN}",
+                f"{update.time_sql() if update else 'CAST(NULL AS TIMESTAMP)'}"
+                f" AS {QUARANTINE_TIME_COLUMN}"]
 
     def metrics_condition(self) -> Optional[str]:
         """The filter of the records a materialized view's metrics count: None, or

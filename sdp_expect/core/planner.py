@@ -57,6 +57,7 @@ from sdp_expect.base.table_formats import (
     FORMATS,
     KEY_TABLE_FORMAT,
 )
+from sdp_expect.base.update import UpdateStamp
 from sdp_expect.core.model import (
     Action,
     Aggregate,
@@ -324,6 +325,8 @@ class PlanState:
         watermarked aggregation); False on Spark 4.1, whose session with the Hive
         catalog cannot resolve SQL's ``WATERMARK`` (SPARK-56453): one row per record
         there. Default: from the installed Spark.
+    :param update: The update the graph is defined for, which its quarantines' records
+        name; None where SQL is written for later updates (``sdp-expect translate``).
     """
 
     options: PipelineOptions
@@ -334,6 +337,7 @@ class PlanState:
     auto_cdc_targets: dict[str, Optional[Location]] = field(default_factory=dict)
     batch_per_micro_batch: bool = field(
         default_factory=lambda: spark_has(WATERMARK_IN_HIVE_SESSION))
+    update: Optional[UpdateStamp] = None
 
     @property
     def flow_targets(self) -> set[str]:
@@ -480,6 +484,7 @@ class Plan:
     :param flows: The flows that append to datasets declared before them.
     :param checks: The flow's unread check views.
     :param options: The pipeline-wide settings the rules are compiled with.
+    :param update: The update the graph is defined for (:attr:`PlanState.update`).
     """
 
     rules: DatasetRules
@@ -489,6 +494,7 @@ class Plan:
     flows: tuple[FlowSpec, ...] = ()
     checks: tuple[RuleCheck, ...] = ()
     options: PipelineOptions = field(default_factory=PipelineOptions)
+    update: Optional[UpdateStamp] = None
 
     @property
     def no_retry(self) -> bool:
@@ -692,7 +698,7 @@ def plan_dataset(rules: DatasetRules, kind: DatasetKind, options: PipelineOption
         _check_auto_cdc_target(state, name)
     _note_flow(state, name, name, location)
     return Plan(rules, kind, companions, tuple(datasets), tuple(flows),
-                tuple(rule_checks(rules, companions, name)), options)
+                tuple(rule_checks(rules, companions, name)), options, state.update)
 
 
 def _key_rules_on_kept(rules: DatasetRules) -> bool:
@@ -763,7 +769,7 @@ def plan_declared_table(rules: DatasetRules, options: PipelineOptions, *, state:
     companions = plan_companions(rules, options, kind, location)
     state.table_rules[name] = TablePlan(rules, companions, options)
     return Plan(rules, kind, companions, (table, *_table_companions(rules, companions, format)),
-                options=options)
+                options=options, update=state.update)
 
 
 def plan_append_flow(target: str, flow: str, *, state: PlanState,
@@ -794,7 +800,7 @@ def plan_append_flow(target: str, flow: str, *, state: PlanState,
              *companion_flows]
     return Plan(table.rules, DatasetKind.STREAMING_TABLE, table.companions, tuple(views),
                 tuple(flows), tuple(rule_checks(table.rules, table.companions, flow)),
-                table.options)
+                table.options, state.update)
 
 
 def auto_cdc_target_error(dataset: str, location: Optional[Location]) -> SdpExpectError:

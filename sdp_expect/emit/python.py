@@ -418,7 +418,8 @@ def emit(plan: Plan, query: Optional[DataFrame], func: Callable[..., Any],
         query's view as one).
     """
     sql_flows = [flow for flow in plan.flows if flow.step in _BATCH_LOG_STEPS]
-    pieces = Pieces.of(RuleLogic(plan.rules, null_passes=plan.options.null_passes),
+    pieces = Pieces.of(RuleLogic(plan.rules, null_passes=plan.options.null_passes,
+                      update=plan.update),
                        [flow.step for flow in _flows(plan)], plan.checks, sql_flows,
                        streaming=streaming)
     options = dict(options or {})

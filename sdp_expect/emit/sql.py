@@ -124,6 +124,11 @@ _SELECTS: dict[Step, Callable[[RuleLogic, str], str]] = {
 """Each step that a flow computes from one relation (what it reads), as a ``SELECT``."""
 
 
+def _logic(plan: Plan) -> RuleLogic:
+    """The compiled rules of ``plan``, with its NULL policy and update."""
+    return RuleLogic(plan.rules, null_passes=plan.options.null_passes, update=plan.update)
+
+
 def flow_select(plan: Plan, flow: FlowSpec, source: str, also: Optional[str] = None) -> str:
     """The ``SELECT`` of a flow of ``plan`` (one that applies rules: not
     :attr:`~sdp_expect.core.planner.Step.QUERY`, which is the query as written) from the
@@ -135,7 +140,7 @@ def flow_select(plan: Plan, flow: FlowSpec, source: str, also: Optional[str] = N
     :param source: The relation it reads.
     :param also: The relation of the second dataset it reads, when it reads one.
     """
-    return _select(RuleLogic(plan.rules, null_passes=plan.options.null_passes), flow, source, also)
+    return _select(_logic(plan), flow, source, also)
 
 
 def check_select(plan: Plan, check: RuleCheck, source: str) -> str:
@@ -145,7 +150,7 @@ def check_select(plan: Plan, check: RuleCheck, source: str) -> str:
     :param check: The view.
     :param source: The flow's query as a relation.
     """
-    logic = RuleLogic(plan.rules, null_passes=plan.options.null_passes)
+    logic = _logic(plan)
     return logic.rule_check_select(source, check.expectation)
 
 
@@ -498,7 +503,7 @@ class Translator:
         the flow into it) up to where its query goes. Every statement names ``origin``,
         the Databricks SQL statement, so that Spark's errors map back to it.
         """
-        logic = RuleLogic(plan.rules, null_passes=plan.options.null_passes)
+        logic = _logic(plan)
         sql = _PlanSql(logic, table, head, query)
         first: list[tuple[str, Optional[SqlText], Optional[Mapping[str, str]]]] = []
         after: list[str] = []

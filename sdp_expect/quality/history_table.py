@@ -341,7 +341,8 @@ def record_history(spark: Any, *, pipeline: str, catalog: Optional[str] = None,
         datasets this run updated); ``None``: every ``<dataset>_dq_metrics`` table of the
         database. A metrics table that is empty (its update failed) adds no rows, and a
         table of that name whose comment is not sdp-expect's (a user's) is not recorded.
-    :param update_id: The update's id; default a new uuid4.
+    :param update_id: The update's id (``sdp-expect run``: the one its quarantines'
+        records name, :mod:`sdp_expect.base.update`); default a new uuid4.
     :param update_time: When the counts are recorded; default now.
     :param recent_updates: Also read, after writing, :func:`read_recent` for this update
         (into :attr:`HistoryWrite.recent`): what ``sdp-expect run`` compares and alerts on.
@@ -596,6 +597,7 @@ def record_in_own_process(folder: Path, confs: Mapping[str, str], *, pipeline: s
                           metrics_tables: Optional[Collection[str]] = None,
                           recent_updates: Optional[int] = None,
                           restored: Optional[Mapping[str, int]] = None,
+                          update_id: Optional[str] = None,
                           timeout: float = 900.0) -> HistoryWrite:
     """:func:`record_history` on the project's local catalog, in a Spark process of its own.
 
@@ -612,6 +614,8 @@ def record_in_own_process(folder: Path, confs: Mapping[str, str], *, pipeline: s
         arguments += ["--recent", str(recent_updates)]
     for name, version in (restored or {}).items():
         arguments += ["--restored", f"{name}={int(version)}"]
+    if update_id:
+        arguments += ["--update-id", update_id]
     found = _in_own_process(folder, confs, arguments, timeout)
     return HistoryWrite(table=str(found["table"]), update_id=str(found["update_id"]),
                         datasets=[str(d) for d in found["datasets"]], rows=int(found["rows"]),
@@ -657,6 +661,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--limit", type=int)
     parser.add_argument("--recent", type=int)
     parser.add_argument("--restored", action="append", default=[])
+    parser.add_argument("--update-id")
     parser.add_argument("--conf", action="append", default=[])
     options = parser.parse_args(argv)
     from pyspark.sql import SparkSession
@@ -676,6 +681,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
                 spark, pipeline=options.pipeline, catalog=options.catalog,
                 database=options.database, table_format=options.table_format,
                 metrics_tables=tables, recent_updates=options.recent,
+                update_id=options.update_id,
                 restored={name: int(version) for name, _, version in
                           (pair.rpartition("=") for pair in options.restored)})
             result = {"result": dict(written.as_dict(), recent=written.recent)}

@@ -44,6 +44,7 @@ from sdp_expect.base.errors import Location, SdpExpectError
 from sdp_expect.base.names import RESERVED_PREFIX
 from sdp_expect.base.options import read_options
 from sdp_expect.base.project import library_files, spec_in
+from sdp_expect.base.update import UpdateStamp
 from sdp_expect.core.planner import PlanState
 from sdp_expect.spark.early_binding import (
     EarlyRead,
@@ -156,7 +157,8 @@ def graph_state() -> GraphState:
     if state is None:
         spark = getattr(registry, "_spark", None) or _session()
         state = GraphState(options=read_options(_conf_getter(spark)),
-                           datasets=_spec_sql_datasets())
+                           datasets=_spec_sql_datasets(),
+                           update=UpdateStamp.for_definitions())
         _STATES[registry] = state
     return state
 
