@@ -243,6 +243,9 @@ READING = TableReading(
              metrics("gold", [], 0)],
     quarantines=[{"table": "orders_quarantine", "dataset": "orders", "records": 2,
                   "by_rule": {"valid_id": 2, "recent": 1},
+                  "by_update": [{"update": "u-2", "started": "2026-12-07 21:40:00.000001",
+                                 "records": 1},
+                                {"update": None, "started": None, "records": 1}],
                   "columns": ["id", "_failed_expectations"],
                   "sample": [{"id": None, "_failed_expectations": ["recent", "valid_id"]},
                              {"id": 5, "_failed_expectations": ["valid_id"]}]}],
@@ -296,6 +299,9 @@ def test_quarantine_shows_the_records_per_failed_rule_and_a_sample() -> None:
           failed rule  records
           valid_id           2
           recent             1
+          update       started                     records
+          u-2          2026-12-07 21:40:00.000001        1
+          (not named)                                    1
           sample (2 of 2):
             {"id": null, "_failed_expectations": ["recent", "valid_id"]}
             {"id": 5, "_failed_expectations": ["valid_id"]}
@@ -304,12 +310,15 @@ def test_quarantine_shows_the_records_per_failed_rule_and_a_sample() -> None:
     assert document["command"] == "quarantine" and document["database"] == "default"
     assert document["quarantines"] == [{
         "dataset": "orders", "table": "orders_quarantine", "records": 2,
-        "by_rule": {"valid_id": 2, "recent": 1}, "columns": ["id", "_failed_expectations"],
+        "by_rule": {"valid_id": 2, "recent": 1},
+        "by_update": READING.quarantines[0]["by_update"],
+        "columns": ["id", "_failed_expectations"],
         "sample": READING.quarantines[0]["sample"]}]
     # `report --format json` carries the counts per rule too.
     orders = next(d for d in json.loads(to_json(build_report(READING)))["datasets"]
                   if d["dataset"] == "orders")
     assert orders["quarantine"]["by_rule"] == {"valid_id": 2, "recent": 1}
+    assert orders["quarantine"]["by_update"] == READING.quarantines[0]["by_update"]
 
 
 def test_quarantine_of_a_dataset_without_one_names_those_that_have_one() -> None:
@@ -320,6 +329,7 @@ def test_quarantine_of_a_dataset_without_one_names_those_that_have_one() -> None
         "(datasets with one: orders); a dataset has one with @dp.quarantine()")
     # The run's summary does not count the quarantines per rule: not counted, not "none".
     assert quarantine_info({"table": "t", "records": 3}).by_rule is None
+    assert quarantine_info({"table": "t", "records": 3}).by_update is None
     empty = TableReading(catalog="c", database="d", metrics=[], quarantines=[], notes=[])
     assert "no quarantine: no dataset has one" in quarantine_text(empty, [])
 

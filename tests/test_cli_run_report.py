@@ -277,8 +277,9 @@ def test_report_shows_each_dataset_as_of_its_last_successful_update(
 def test_quarantine_counts_each_failed_rule_as_the_table_holds_it(
         example: Path, report: Any, tables: dict[str, list[dict[str, Any]]]) -> None:
     """``sdp-expect quarantine`` against the quarantine table as Spark reads its files:
-    the records, per rule how many of them name it in ``_failed_expectations``, the
-    records themselves (a sample as large as the table)."""
+    the records, per rule how many of them name it in ``_failed_expectations``, per
+    update how many it quarantined, the records themselves (a sample as large as the
+    table)."""
     done = sdp_expect("quarantine", "--format", "json", "--sample", "10", cwd=example)
     assert done.returncode == 0, done.stdout + done.stderr
     document = json.loads(done.stdout)
@@ -291,6 +292,10 @@ def test_quarantine_counts_each_failed_rule_as_the_table_holds_it(
     assert (silver["table"], silver["records"]) == ("orders_silver_quarantine", len(rows))
     assert silver["by_rule"] == dict(oracle)
     assert list(silver["by_rule"].values()) == sorted(oracle.values(), reverse=True)
+    by_update = Counter((row[names.QUARANTINE_UPDATE_COLUMN], row[names.QUARANTINE_TIME_COLUMN])
+                        for row in rows)
+    assert {(u["update"], u["started"]): u["records"] for u in silver["by_update"]} == dict(
+        by_update)
     assert sorted(json.dumps(r, sort_keys=True) for r in silver["sample"]) == sorted(
         json.dumps(r, sort_keys=True) for r in rows)
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict
 from typing import Any, Optional
 
 from sdp_expect.base.project import UsageProblem
 from sdp_expect.base.terminal import write_text
 from sdp_expect.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
-from sdp_expect.quality.summary import QuarantineInfo, TableReading
+from sdp_expect.quality.summary import QuarantineInfo, TableReading, UpdateCount
 from sdp_expect.report.build import quarantine_info
 from sdp_expect.report.reader import TablesUnavailable, read_project_tables
 from sdp_expect.runtime.catalog_access import add_catalog_arguments, catalog_project
@@ -114,18 +115,29 @@ def chosen_quarantines(reading: TableReading, dataset: Optional[str]
 
 def _entry(dataset: str, quarantine: QuarantineInfo) -> dict[str, Any]:
     return {"dataset": dataset, "table": quarantine.table, "records": quarantine.records,
-            "by_rule": quarantine.by_rule, "columns": quarantine.columns,
-            "sample": quarantine.sample}
+            "by_rule": quarantine.by_rule,
+            "by_update": None if quarantine.by_update is None
+            else [asdict(count) for count in quarantine.by_update],
+            "columns": quarantine.columns, "sample": quarantine.sample}
 
 
 def quarantine_json(reading: TableReading, found: list[tuple[str, QuarantineInfo]], *,
                     spec: str) -> str:
     """The JSON document of ``sdp-expect quarantine --format json``: the catalog and
     database read, and per quarantine its dataset, table, records, ``by_rule`` (records
-    per failed rule, the most first), columns and sample."""
+    per failed rule, the most first), ``by_update`` (records per update that quarantined
+    them, the newest first), columns and sample."""
     return json.dumps({"command": "quarantine", "spec": spec, "catalog": reading.catalog,
                        "database": reading.database,
                        "quarantines": [_entry(d, q) for d, q in found]}, indent=2)
+
+
+def _update_lines(counts: list[UpdateCount]) -> list[str]:
+    """The table of a quarantine's records per update, the newest first."""
+    table = [("update", "started", "records")] + [
+        (c.update or "(not named)", c.started or "", str(c.records)) for c in counts]
+    widths = [max(len(row[i]) for row in table) for i in range(2)]
+    return [f"  {u:<{widths[0]}}  {t:<{widths[1]}}  {n:>7}" for u, t, n in table]
 
 
 def quarantine_text(reading: TableReading, found: list[tuple[str, QuarantineInfo]]) -> str:
@@ -141,6 +153,8 @@ def quarantine_text(reading: TableReading, found: list[tuple[str, QuarantineInfo
             width = max(len("failed rule"), *(len(rule) for rule in q.by_rule))
             lines.append(f"  {'failed rule':<{width}}  records")
             lines += [f"  {rule:<{width}}  {count:>7}" for rule, count in q.by_rule.items()]
+        if q.by_update:
+            lines += _update_lines(q.by_update)
         if q.sample:
             lines.append(f"  sample ({len(q.sample)} of {q.records}):")
             lines += ["    " + json.dumps(row, ensure_ascii=False, sort_keys=False)

@@ -42,6 +42,7 @@ __all__ = [
     "RuleResult",
     "TableReading",
     "Trends",
+    "UpdateCount",
 ]
 
 METRICS_SUFFIX = names.METRICS_SUFFIX
@@ -84,6 +85,21 @@ NO_SUCCESS = "no successful update"
 
 class ReadError(RuntimeError):
     """The tables could not be read (the reader process failed)."""
+
+
+@dataclass(frozen=True)
+class UpdateCount:
+    """The records of a quarantine that one update quarantined.
+
+    :param update: The update's id (``_quarantine_update``); None for records written
+        before quarantines named their update, or by SQL saved with ``translate``.
+    :param started: When it started (``_quarantine_time``), as ISO text; None as above.
+    :param records: How many of the quarantine's records it quarantined.
+    """
+
+    update: Optional[str]
+    started: Optional[str]
+    records: int
 
 
 @dataclass
@@ -144,6 +160,8 @@ class QuarantineInfo:
     :param by_rule: Per rule named in ``_failed_expectations``, how many of its records
         failed it (a record counts once for each rule it failed), the most first; ``None``
         where they were not counted (the run's summary does not count them).
+    :param by_update: Its records per update that quarantined them, the newest first;
+        ``None`` where they were not counted (as ``by_rule``).
     """
 
     table: str
@@ -151,6 +169,7 @@ class QuarantineInfo:
     columns: list[str]
     sample: list[dict[str, Any]]
     by_rule: Optional[dict[str, int]] = None
+    by_update: Optional[list[UpdateCount]] = None
 
 
 @dataclass

@@ -22,6 +22,7 @@ from sdp_expect.quality.summary import (
     RuleResult,
     TableReading,
     Trends,
+    UpdateCount,
 )
 from sdp_expect.quality.trends import rule_trends
 from sdp_expect.report.as_json import dataset_rule_failure_from_dict, tolerance_failure_from_dict
@@ -42,7 +43,10 @@ def quarantine_info(q: Mapping[str, Any]) -> QuarantineInfo:
         table=str(q["table"]), records=_int(q.get("records")),
         columns=[str(c) for c in q.get("columns", [])], sample=list(q.get("sample", [])),
         by_rule=None if q.get("by_rule") is None
-        else {str(k): _int(v) for k, v in dict(q["by_rule"]).items()})
+        else {str(k): _int(v) for k, v in dict(q["by_rule"]).items()},
+        by_update=None if q.get("by_update") is None
+        else [UpdateCount(_optional_text(u.get("update")), _optional_text(u.get("started")),
+                          _int(u.get("records"))) for u in q["by_update"]])
 
 
 def _optional_text(value: Any) -> Optional[str]:

@@ -237,6 +237,19 @@ _INDEX = "_sdp_expect_index"
 """The column that says which table a row of a union of tables comes from."""
 
 
+_NO_NAME = "CAST(NULL AS STRING)"
+_NO_TIME = "CAST(NULL AS TIMESTAMP)"
+
+
+def _count_row(index: int, kind: str, name: str = _NO_NAME, started: str = _NO_TIME
+               ) -> list[str]:
+    """One row of the query of every quarantine's counts: which quarantine, what is
+    counted (``size``, a failed ``rule``, an ``update``), its name and start (SQL), and
+    the count."""
+    return [f"{index} AS {_INDEX}", f"'{kind}' AS kind", f"{name} AS name",
+            f"{started} AS started", "count"]
+
+
 def _collect(spark: Any, *, catalog: Optional[str], database: Optional[str],
              sample: int, rule_counts: bool = False, history_of: Optional[str] = None,
              history_updates: int = TREND_UPDATES) -> dict[str, Any]:
@@ -287,28 +300,45 @@ def _collect(spark: Any, *, catalog: Optional[str], database: Optional[str],
         dataset = match.group("dataset") if match else name[: -len(names.QUARANTINE_SUFFIX)]
         rows = [_json_ready(row.asDict(recursive=True))
                 for row in frame.limit(sample).collect()]
-        # Its size (the row whose rule is NULL) and, with rule_counts, how many of its
-        # records failed each rule, in the one query of every quarantine's counts.
+        # Its size and, with rule_counts, how many of its records failed each rule and
+        # how many each update quarantined, in the one query of every quarantine's counts.
         index = len(quarantines)
-        size = frame.groupBy().count().selectExpr(f"{index} AS {_INDEX}",
-                                                  "CAST(NULL AS STRING) AS rule", "count")
+        size = frame.groupBy().count().selectExpr(*_count_row(index, "size"))
+        updated = names.QUARANTINE_UPDATE_COLUMN in frame.columns and \
+            names.QUARANTINE_TIME_COLUMN in frame.columns
         if rule_counts:
             size = size.union(
                 frame.selectExpr(f"explode({_quoted(FAILED_EXPECTATIONS)}) AS rule")
-                .groupBy("rule").count().selectExpr(f"{index} AS {_INDEX}", "rule", "count"))
+                .groupBy("rule").count().selectExpr(*_count_row(index, "rule", "rule")))
+        if rule_counts and updated:
+            size = size.union(
+                frame.groupBy(names.QUARANTINE_UPDATE_COLUMN, names.QUARANTINE_TIME_COLUMN)
+                .count().selectExpr(*_count_row(index, "update",
+                                                _quoted(names.QUARANTINE_UPDATE_COLUMN),
+                                                _quoted(names.QUARANTINE_TIME_COLUMN))))
         counts = size if counts is None else counts.union(size)
         quarantines.append({"table": name, "dataset": dataset, "records": 0,
                             "by_rule": {} if rule_counts else None,
+                            "by_update": [] if rule_counts and updated else None,
                             "columns": list(frame.columns), "sample": rows})
     for row in counts.collect() if counts is not None else []:
-        if row["rule"] is None:
-            quarantines[row[_INDEX]]["records"] = int(row["count"])
+        quarantine = quarantines[row[_INDEX]]
+        if row["kind"] == "size":
+            quarantine["records"] = int(row["count"])
+        elif row["kind"] == "rule":
+            quarantine["by_rule"][str(row["name"])] = int(row["count"])
         else:
-            quarantines[row[_INDEX]]["by_rule"][str(row["rule"])] = int(row["count"])
+            quarantine["by_update"].append({"update": row["name"],
+                                            "started": _json_ready(row["started"]),
+                                            "records": int(row["count"])})
     for quarantine in quarantines:  # the rules most records failed first
         if quarantine["by_rule"] is not None:
             quarantine["by_rule"] = dict(sorted(quarantine["by_rule"].items(),
                                                 key=lambda item: (-item[1], item[0])))
+        if quarantine["by_update"] is not None:  # the newest update first
+            quarantine["by_update"].sort(key=lambda u: (u["started"] is not None,
+                                                        u["started"] or "", u["update"] or ""),
+                                         reverse=True)
     found: dict[str, Any] = {"catalog": catalog, "database": database, "metrics": metrics,
                              "quarantines": quarantines, "notes": notes}
     if history_of is not None:
