@@ -63,6 +63,18 @@ def updates(rows: list[dict[str, Any]]) -> dict[tuple[Any, ...], Any]:
     return {record: next(iter(v)) for record, v in found.items()}
 
 
+def stream_with_rules(spark: SparkSession, inbox: Path) -> None:
+    """The streaming table ``stream`` over the inbox, with the oracle's two drop rules
+    and a quarantine."""
+
+    @dp.table
+    @dp.quarantine()
+    @dp.expect_or_drop("valid_id", "id IS NOT NULL")
+    @dp.expect_or_drop("not_negative", "amount >= 0")
+    def stream() -> DataFrame:
+        return spark.readStream.schema(SCHEMA).json(str(inbox))
+
+
 def test_a_quarantined_record_has_its_key_and_the_update_that_quarantined_it(
         make_pipeline: MakePipeline) -> None:
     pipeline = make_pipeline()
@@ -76,12 +88,7 @@ def test_a_quarantined_record_has_its_key_and_the_update_that_quarantined_it(
         def batch() -> DataFrame:
             return spark.read.schema(SCHEMA).json(str(inbox))
 
-        @dp.table
-        @dp.quarantine()
-        @dp.expect_or_drop("valid_id", "id IS NOT NULL")
-        @dp.expect_or_drop("not_negative", "amount >= 0")
-        def stream() -> DataFrame:
-            return spark.readStream.schema(SCHEMA).json(str(inbox))
+        stream_with_rules(spark, inbox)
 
     pipeline.definitions = define
     write_json(inbox, "1.json", FIRST)
@@ -151,21 +158,13 @@ def test_a_streaming_quarantine_written_before_the_key_and_update_gains_them(
                 .selectExpr("*", "CAST(array('earlier') AS ARRAY<STRING>) "
                             "AS _failed_expectations")
 
-    def now(spark: SparkSession) -> None:
-        @dp.table
-        @dp.quarantine()
-        @dp.expect_or_drop("valid_id", "id IS NOT NULL")
-        @dp.expect_or_drop("not_negative", "amount >= 0")
-        def stream() -> DataFrame:
-            return spark.readStream.schema(SCHEMA).json(str(inbox))
-
     pipeline.definitions = earlier
     write_json(inbox, "1.json", FIRST)
     first = pipeline.run()
     assert first.ok, first.output
     assert first.table("stream_quarantine").columns == [*COLUMNS, FAILED_EXPECTATIONS_COLUMN]
 
-    pipeline.definitions = now
+    pipeline.definitions = lambda spark: stream_with_rules(spark, inbox)
     write_json(inbox, "2.json", SECOND)
     second = pipeline.run()
     assert second.ok, second.output
