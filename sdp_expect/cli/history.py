@@ -19,7 +19,6 @@ from sdp_expect.base import names
 from sdp_expect.base.errors import SdpExpectError
 from sdp_expect.base.project import Project, UsageProblem
 from sdp_expect.base.terminal import write_text
-from sdp_expect.base.update import UpdateStamp
 from sdp_expect.cli.exit_codes import EXIT_ALERT, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from sdp_expect.cli.webhook import alert_settings, deliver
 from sdp_expect.quality.alerts import AlertSettings, evaluate_alerts
@@ -293,13 +292,6 @@ def print_rows(rows: list[dict[str, Any]], form: str) -> None:
         for line in table))
 
 
-def _update_id(invocation: Invocation) -> Optional[str]:
-    """The id of the update that ``run`` handed to its pipeline, which the quarantines'
-    records name (:mod:`sdp_expect.base.update`)."""
-    stamp = UpdateStamp.from_environment(invocation.env)
-    return stamp.id if stamp else None
-
-
 def record_run_history(project: Project, invocation: Invocation, tables: Sequence[str], *,
                        token: Optional[str], recent_updates: Optional[int] = None,
                        say: Optional[Callable[[str], None]] = None,
@@ -328,7 +320,7 @@ def record_run_history(project: Project, invocation: Invocation, tables: Sequenc
         "table_format": _format(project, dict(invocation.confs)),
         "metrics_tables": list(tables),
         "recent_updates": recent_updates, "restored": dict(restored or {}),
-        "update_id": _update_id(invocation)}
+        "update_id": invocation.update.id if invocation.update else None}
     try:
         if invocation.server_url and token is not None:
             written = record_through(invocation.server_url, token, **options)

@@ -28,7 +28,7 @@ from sdp_expect.base.errors import SdpExpectError
 from sdp_expect.base.project import Project, UsageProblem, find_spec, load_project
 from sdp_expect.base.terminal import paint, use_color, write_text
 from sdp_expect.base.text_files import source_excerpt
-from sdp_expect.base.update import UPDATE_VARIABLE, UpdateStamp
+from sdp_expect.base.update import UpdateStamp
 from sdp_expect.checks.layout import project_problems
 from sdp_expect.cli.after_run import AfterFlows, finish, report_of
 from sdp_expect.cli.exit_codes import EXIT_ALERT, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
@@ -277,7 +277,7 @@ def command_run(args: argparse.Namespace, *, dry: bool) -> int:
     log_path, definitions = _log_files(project, action)
     invocation.env[DEFINITIONS_VARIABLE] = str(definitions)
     update = UpdateStamp.new()  # the quarantines' records and the history name it
-    invocation.env[UPDATE_VARIABLE] = update.to_environment()
+    invocation = invocation.stamped(update)
     verbose = bool(getattr(args, "verbose", False))
     mode = choose_mode(args.progress, events_out)
     progress = None if mode == "none" else Progress(

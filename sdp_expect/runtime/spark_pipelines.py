@@ -56,6 +56,7 @@ from typing import IO, Callable, Mapping, Optional, Sequence, TextIO
 from sdp_expect.base import violation as violations
 from sdp_expect.base.project import Project, UsageProblem
 from sdp_expect.base.terminal import paint
+from sdp_expect.base.update import UPDATE_VARIABLE, UpdateStamp
 from sdp_expect.base.violation import DatasetRuleFailure, ToleranceFailure, Violation
 from sdp_expect.runtime.progress import Progress
 from sdp_expect.runtime.run_output import EVENT, FLOW_EVENT, ChildOutput, RuleError
@@ -243,6 +244,8 @@ class Invocation:
         (:mod:`sdp_expect.runtime.pipelines_client`), when nothing needs
         ``spark-pipelines``' launcher; empty otherwise. A local run's :meth:`through`
         takes it; a run on the user's ``--remote`` server has it as its ``command``.
+    :param update: The update the run makes (:meth:`stamped`), which its quarantines'
+        records and its history rows name.
     """
 
     command: list[str]
@@ -253,11 +256,18 @@ class Invocation:
     defaults: dict[str, str] = field(default_factory=dict)
     server_url: Optional[str] = None
     client: list[str] = field(default_factory=list)
+    update: Optional[UpdateStamp] = None
 
     @property
     def local(self) -> bool:
         """Whether it runs on a local Spark of the project's (no ``--remote sc://...``)."""
         return is_local(self.remote)
+
+    def stamped(self, update: UpdateStamp) -> Invocation:
+        """The same run as ``update``: its pipeline's definitions read the stamp from the
+        environment (:data:`~sdp_expect.base.update.UPDATE_VARIABLE`)."""
+        return replace(self, update=update,
+                       env={**self.env, UPDATE_VARIABLE: update.to_environment()})
 
     def through(self, url: str, token: str) -> Invocation:
         """The same run on the project's server at ``url``, with its token.
